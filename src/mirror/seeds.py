@@ -1,0 +1,349 @@
+"""Seed documents -> link inventory.
+
+Reading lists come as browser "copy title + link" text, Markdown notes, text
+copied from rendered web pages (table cells glued together) and HTML bookmark
+exports. Every link found becomes a `Link` carrying where it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import urls
+
+__all__ = ["Inventory", "Link", "SeedError", "decode_seed", "parse_text", "read_seeds"]
+
+
+class SeedError(Exception):
+    """A source the user named cannot be read at all."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """One occurrence of a link in a seed document."""
+
+    url: str  # normalized: the identity of the page
+    url_as_written: str
+    seed: str
+    line: int
+    col: int  # 1-based character column, so that two links on one line stay distinct
+    title: str | None = None
+    section: str | None = None
+    skip_reason: str | None = None
+    candidates: tuple[str, ...] = ()  # glued-URL repairs, tried after a 404
+
+
+@dataclass
+class Inventory:
+    links: list[Link] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)  # every seed document read
+
+    @property
+    def pages(self) -> dict[str, list[Link]]:
+        """Normalized URL -> its occurrences, in seed order."""
+        pages: dict[str, list[Link]] = {}
+        for link in self.links:
+            pages.setdefault(link.url, []).append(link)
+        return pages
+
+
+def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
+    """Parse files and folders of seeds. Raises SeedError for a missing path."""
+    base = (base or Path.cwd()).resolve()
+    inventory = Inventory()
+    for source in sources:
+        if not source.exists():
+            raise SeedError(f"{source}: no such file or folder")
+        files = sorted(p for p in source.rglob("*") if p.is_file() and not _hidden(p, source)) if source.is_dir() else [source]
+        if source.is_dir() and not files:
+            inventory.warnings.append(f"{source}: folder holds no seed files")
+        for path in files:
+            _read_one(path, _seed_name(path, base), inventory)
+    return inventory
+
+
+def _read_one(path: Path, name: str, inventory: Inventory) -> None:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        inventory.warnings.append(f"{name}: cannot read ({exc.strerror}); skipped")
+        return
+    text, warning = decode_seed(data)
+    if warning:
+        inventory.warnings.append(f"{name}: {warning}")
+    if text is None:
+        return
+    inventory.seeds.append(name)
+    if not text.strip():
+        inventory.warnings.append(f"{name}: empty, no links")
+        return
+    if _looks_like_html(path, text):
+        from ._html_seeds import parse_html
+
+        links = parse_html(text, name)
+    else:
+        links = parse_text(text, name)
+    if not links:
+        inventory.warnings.append(f"{name}: no links found")
+    inventory.links.extend(links)
+
+
+def decode_seed(data: bytes) -> tuple[str | None, str | None]:
+    """Text of a seed file and a warning, or (None, reason) for a binary file."""
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace"), None
+    if b"\x00" in data[:8192]:
+        return None, "binary file, not a reading list; skipped"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("gb18030"), "not UTF-8; decoded as GB18030 (GBK)"
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), "not valid UTF-8 or GBK; undecodable bytes replaced"
+
+
+def _looks_like_html(path: Path, text: str) -> bool:
+    if path.suffix.lower() in {".html", ".htm", ".xhtml"}:
+        return True
+    head = text.lstrip()[:200].lower()
+    return head.startswith(("<!doctype", "<html")) or "netscape-bookmark-file" in head
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _seed_name(path: Path, base: Path) -> str:
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(base).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+# --- plain text and Markdown -------------------------------------------------
+
+# Any non-ASCII character ends a URL: pages copied from the web glue URLs to
+# Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").
+_URL = re.compile(
+    r"(?i)(?:https?|ftps?|file)://[!#-;=?-~]+"  # printable ASCII except space " < >
+    r"|\bmailto:[\w.+\-]+@[\w.\-]+"
+    r"|\bdata:[\w.+\-]+/[\w.+\-]+[;,][!#-;=?-~]*"
+)
+_MD_LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
+_HTML_A = re.compile(r"""(?is)<a\s[^>]*?href\s*=\s*["']([^"']+)["'][^>]*>(.*?)</a>""")
+# Scheme-less domains such as reddit.com/r/MachineLearning, limited to common TLDs.
+_TLDS = "com|org|net|io|ai|cn|gg|me|dev|app|co|edu|gov|info|tech|cc|tv|uk|de|jp|fr|xyz|site|blog|wiki"
+_BARE_DOMAIN = re.compile(
+    rf"(?<![A-Za-z0-9_@.\-])((?:www\.)?[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[a-z0-9\-]+)*\.(?:{_TLDS}))"
+    r"(?![A-Za-z0-9_\-])((?:/[!#-;=?-~]*)?)"
+)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_BOLD_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?(\*\*|__)([^*_].*?)\1\s*[:：]?\s*$")
+_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?([^\s:：].{0,38}?)\s*[:：]\s*$")
+_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
+_BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_TRAILING = ".,;:!?'\"*_"
+_SENTENCE_END = re.compile(r"[。，,.!?！？；;、]")
+
+
+@dataclass
+class _Found:
+    start: int
+    end: int
+    written: str
+    title: str | None
+    glued: bool = False  # stuck to the word before it: its end may be glued too
+
+
+def parse_text(text: str, seed: str) -> list[Link]:
+    """Links in a plain-text or Markdown seed, with their titles and sections."""
+    lines = text.splitlines()
+    start = _front_matter_end(lines)
+    kinds = [_kind(line) if i >= start else "meta" for i, line in enumerate(lines)]
+    found = [_find_links(line) if kinds[i] in ("url", "inline") else [] for i, line in enumerate(lines)]
+    titles, consumed = _neighbour_titles(lines, kinds)
+
+    links: list[Link] = []
+    section: str | None = None
+    for i, line in enumerate(lines):
+        kind = kinds[i]
+        if kind == "heading":
+            section = _clean_title(_HEADING.match(line)[2])
+        elif kind == "label":
+            section = _label_text(line)
+        elif kind == "text" and i not in consumed and _is_plain_heading(lines, kinds, i):
+            section = _clean_title(line)
+        for hit in found[i]:
+            title = hit.title if kind == "inline" else (hit.title or titles.get(i))
+            links.append(_make_link(hit, seed, i + 1, title, section))
+    return links
+
+
+def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
+    written = hit.written
+    target = written
+    if urls.skip_reason(written) and _BARE_DOMAIN.fullmatch(written):
+        target = "https://" + written  # scheme-less domain: the web's default today
+    reason = urls.skip_reason(target)
+    candidates = urls.glue_candidates(target) if hit.glued and not reason else ()
+    return Link(
+        url=target if reason else urls.normalize(target),
+        url_as_written=written,
+        seed=seed,
+        line=line,
+        col=hit.start + 1,
+        title=title or None,
+        section=section,
+        skip_reason=reason,
+        candidates=tuple(urls.normalize(c) for c in candidates),
+    )
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Index of the first line after Jekyll/Hugo front matter (0 if none)."""
+    if lines and lines[0].strip() == "---":
+        for i in range(1, min(len(lines), 100)):
+            if lines[i].strip() in ("---", "..."):
+                return i + 1
+    return 0
+
+
+def _kind(line: str) -> str:
+    stripped = line.strip()
+    if not stripped:
+        return "blank"
+    if _URL.search(line) or _MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line):
+        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip()
+        return "url" if not rest and _URL.search(line) else "inline"
+    if _HEADING.match(line):
+        return "heading"
+    if _RULE.match(line):
+        return "rule"
+    if _BOLD_LABEL.match(line) or _LABEL.match(line):
+        return "label"
+    return "text"
+
+
+def _find_links(line: str) -> list[_Found]:
+    hits: list[_Found] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= a or start >= b for a, b in taken)
+
+    for m in _MD_LINK.finditer(line):
+        hits.append(_Found(m.start(3), m.end(3), m[3], _clean_title(m[2]) or None))
+        taken.append((m.start(), m.end()))
+    for m in _HTML_A.finditer(line):
+        if free(m.start(), m.end()):
+            hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(re.sub(r"<[^>]+>", "", m[2])) or None))
+            taken.append((m.start(), m.end()))
+    for m in _URL.finditer(line):
+        if not free(m.start(), m.end()):
+            continue
+        written = _trim_url(m[0])
+        glued = m.start() > 0 and line[m.start() - 1].isalnum()
+        hits.append(_Found(m.start(), m.start() + len(written), written, None, glued))
+        taken.append((m.start(), m.start() + len(written)))
+    for m in _BARE_DOMAIN.finditer(line):
+        if not free(m.start(), m.end()):
+            continue
+        start, written = _unglue_domain(line, m.start(), m[1]), _trim_url(m[0])
+        written = written[start - m.start():]
+        hits.append(_Found(start, start + len(written), written, None))
+        taken.append((m.start(), m.end()))
+    hits.sort(key=lambda h: h.start)
+    for hit in hits:
+        if hit.title is None:
+            hit.title = _inline_title(line, hit, hits)
+    return hits
+
+
+def _trim_url(url: str) -> str:
+    """Drop punctuation that ends the sentence rather than the URL."""
+    while url and url[-1] in _TRAILING + ")]}":
+        if url[-1] in ")]}" and url.count(url[-1]) <= url.count({")": "(", "]": "[", "}": "{"}[url[-1]]):
+            break
+        url = url[:-1]
+    return url
+
+
+def _unglue_domain(line: str, start: int, host: str) -> int:
+    """Where a scheme-less domain really starts when glued to the word before it.
+
+    "Stack Overflowstackoverflow.com" and "Reddit r/MachineLearningreddit.com"
+    come from table cells run together; the cell before usually names the site,
+    so we cut where the rest of the first label echoes the words before it.
+    """
+    label = host.split(".")[0]
+    if label.islower() or label.isdigit():
+        return start
+    before = re.findall(r"[A-Za-z0-9]+", line[:start].lower())
+    for cut in range(1, len(label)):
+        rest, glued = label[cut:], label[:cut]
+        if not rest[0].islower():
+            continue
+        echoes = set(before) | {"".join(before[-k:]) + glued.lower() for k in range(1, 4)}
+        if rest.lower() in echoes:
+            return start + cut
+    return start
+
+
+def _inline_title(line: str, hit: _Found, hits: list[_Found]) -> str | None:
+    """Text beside a URL in running text: the table cell or label before it, else after."""
+    prev_end = max((h.end for h in hits if h.end <= hit.start), default=0)
+    before = _clean_title(line[prev_end:hit.start])
+    if before:
+        return before
+    next_start = min((h.start for h in hits if h.start >= hit.end), default=len(line))
+    return _clean_title(line[hit.end:next_start]) or None
+
+
+def _clean_title(text: str) -> str:
+    text = _BULLET.sub("", text.strip(), count=1)
+    text = re.sub(r"\*\*|(?<!\w)\*|\*(?!\w)|`", "", text)
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" \t-–—|>:：,，;；").strip()
+
+
+def _label_text(line: str) -> str:
+    m = _BOLD_LABEL.match(line)
+    return _clean_title(m[2] if m else _LABEL.match(line)[1])
+
+
+def _neighbour_titles(lines: list[str], kinds: list[str]) -> tuple[dict[int, str], set[int]]:
+    """Titles for lines that hold only a URL, from the line before or after.
+
+    Browser "copy title + link" puts the title first; some notes put the URL
+    first and describe it on the next line. Each document uses one style, so
+    we count both patterns and follow the more common one.
+    """
+    n = len(lines)
+    before = {i: i - 1 for i in range(1, n) if kinds[i] == "url" and kinds[i - 1] == "text"}
+    after: dict[int, int] = {}
+    for i in range(n):
+        if kinds[i] != "url" or i in before:
+            continue
+        j = i + 1 if i + 1 < n and kinds[i + 1] != "blank" else i + 2
+        if j < n and kinds[j] == "text" and not (j + 1 < n and kinds[j + 1] == "url"):
+            after[i] = j
+    chosen = after if len(after) > len(before) else before
+    titles = {i: _clean_title(lines[j]) for i, j in chosen.items()}
+    return titles, set(chosen.values())
+
+
+def _is_plain_heading(lines: list[str], kinds: list[str], i: int) -> bool:
+    """A short line standing alone between blank lines ("mlsys blog", "训练框架")."""
+    text = lines[i].strip()
+    if len(text) > 30 or _SENTENCE_END.search(text) or text.startswith(("*", "{", "<")):
+        return False
+    alone_before = i == 0 or kinds[i - 1] in ("blank", "rule", "meta")
+    alone_after = i + 1 >= len(lines) or kinds[i + 1] in ("blank", "rule")
+    return alone_before and alone_after

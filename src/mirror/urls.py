@@ -1,0 +1,225 @@
+"""URL identity: what makes two spellings of a link the same page.
+
+courlan supplies the tracker list and path quoting; this module adds what
+courlan lacks for our seeds: Chinese sites' tracking parameters, redirector
+unwrapping, WeChat's content-identifying query, and glued-URL repair.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit, urlunsplit
+
+from courlan.clean import TRACKERS_RE
+
+__all__ = [
+    "FETCHABLE_SCHEMES",
+    "classify",
+    "glue_candidates",
+    "normalize",
+    "skip_reason",
+    "unwrap_redirect",
+]
+
+FETCHABLE_SCHEMES = frozenset({"http", "https"})
+
+# Parameters courlan does not know, seen on the user's Chinese sites.
+_EXTRA_TRACKERS = re.compile(
+    r"^(?:spm(?:_id_from)?|vd_source|from_source|search_source|s_r|wechatshare|share_.*)$"
+)
+# Parameters that identify content even though courlan's tracker list matches them.
+_CONTENT_PARAMS = frozenset({"keyword", "keywords", "kw", "q", "query", "wd", "word"})
+# mp.weixin.qq.com/s?__biz=..&mid=..&idx=..&sn=.. : only these name the article.
+_WEIXIN_PARAMS = frozenset({"__biz", "mid", "idx", "sn"})
+
+# host -> query parameter holding the real destination
+_REDIRECTORS: dict[str, tuple[str, ...]] = {
+    "link.zhihu.com": ("target",),
+    "link.juejin.cn": ("target",),
+    "link.csdn.net": ("target",),
+    "links.jianshu.com": ("to",),
+    "www.google.com": ("q", "url"),
+    "google.com": ("q", "url"),
+}
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
+_PATH_SAFE = "/%:@!$&'()*+,;=~"  # RFC 3986 pchar: kept as written
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+def skip_reason(url: str) -> str | None:
+    """Why `url` cannot be fetched (a sentence for the user), or None if it can."""
+    problem = classify(url)
+    return problem[1] if problem else None
+
+
+def classify(url: str) -> tuple[str, str] | None:
+    """(category, message) for a URL we will not fetch, or None if we can.
+
+    Categories: `relative`, `scheme` (not http/https) and `malformed`.
+    """
+    url = url.strip()
+    if not url:
+        return "malformed", "empty link"
+    scheme = _scheme(url)
+    if scheme is None:
+        return "relative", "relative link with no site to fetch it from"
+    if scheme not in FETCHABLE_SCHEMES:
+        return "scheme", {
+            "mailto": "e-mail address (mailto:), not a page",
+            "javascript": "javascript: link, not a page",
+            "file": "local file (file:), not on the web",
+            "data": "inline data: URL, nothing to fetch",
+        }.get(scheme, f"unsupported scheme {scheme}: (only http and https are fetched)")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        return "malformed", f"malformed URL: {exc}"
+    if not parts.hostname:
+        return "malformed", "malformed URL: no host"
+    if not re.fullmatch(r"[\w.\-\[\]:]+", parts.hostname):
+        return "malformed", "malformed URL: invalid characters in host"
+    return None
+
+
+def normalize(url: str) -> str:
+    """The identity of a page: one spelling for every way of writing its URL.
+
+    Lower-cases scheme and host, drops default ports, the fragment and tracking
+    parameters, unwraps known redirectors, sorts the query. Idempotent and
+    never raises: a URL it cannot parse is returned stripped.
+    """
+    url = url.strip()
+    try:
+        for _ in range(3):  # a redirector may wrap another one
+            inner = unwrap_redirect(url)
+            if inner is None:
+                break
+            url = inner
+        return _normalize(url)
+    except (ValueError, UnicodeError):
+        return url
+
+
+def unwrap_redirect(url: str) -> str | None:
+    """The destination of a known redirector link, or None."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return None
+    keys = _REDIRECTORS.get(host)
+    if not keys or (host.endswith("google.com") and parts.path != "/url"):
+        return None
+    params = dict(parse_qsl(parts.query))
+    for key in keys:
+        target = params.get(key, "").strip()
+        if _scheme(target) in FETCHABLE_SCHEMES:
+            return target
+    return None
+
+
+def glue_candidates(url: str) -> tuple[str, ...]:
+    """Repairs for a URL that text-copying glued to the following word.
+
+    `https://github.com/openai/tritonPython` was `.../triton` followed by the
+    word "Python". We cut the last path segment before each capital letter and
+    at its start, longest first; the fetcher tries them only after a 404.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    if parts.query or parts.fragment or "/" not in parts.path:
+        return ()
+    head, _, last = parts.path.rpartition("/")
+    if not re.search(r"[A-Z]", last):
+        return ()
+    cuts = [i for i, ch in enumerate(last) if ch.isupper() and i > 0] + [0]
+    seen: list[str] = []
+    for cut in sorted(set(cuts), reverse=True):
+        segment = last[:cut].rstrip(".,;:!?-_")
+        candidate = urlunsplit((parts.scheme, parts.netloc, f"{head}/{segment}", "", ""))
+        if candidate != url and candidate not in seen:
+            seen.append(candidate)
+    return tuple(seen)
+
+
+def _scheme(url: str) -> str | None:
+    match = re.match(r"([a-zA-Z][a-zA-Z0-9+.\-]*):", url)
+    if not match:
+        return None
+    scheme = match[1].lower()
+    # "localhost:8000/x" or "example.com:8080" are hosts with ports, not schemes
+    if "." in scheme or re.match(r"\d+(/|$)", url[match.end():]):
+        return None
+    return scheme
+
+
+def _normalize(url: str) -> str:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in FETCHABLE_SCHEMES:
+        return url
+    host = _normalize_host(parts.hostname or "")
+    netloc = host
+    if ":" in host:  # IPv6 literal
+        netloc = f"[{host}]"
+    if parts.port is not None and parts.port != _DEFAULT_PORTS[scheme]:
+        netloc = f"{netloc}:{parts.port}"
+    if parts.username is not None:
+        userinfo = parts.username + (f":{parts.password}" if parts.password is not None else "")
+        netloc = f"{userinfo}@{netloc}"
+    path = _upper_escapes(quote(_remove_dot_segments(parts.path) or "/", safe=_PATH_SAFE))
+    query = _clean_query(host, path, parts.query)
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def _normalize_host(host: str) -> str:
+    host = host.lower().rstrip(".")
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return quote(host, safe=".-")
+
+
+def _clean_query(host: str, path: str, query: str) -> str:
+    pairs = [p for p in query.split("&") if p and p != "="]
+    weixin = host == "mp.weixin.qq.com" and (path == "/s" or path.startswith("/s/"))
+    kept = []
+    for pair in pairs:
+        key = unquote_plus(pair.split("=", 1)[0]).lower()
+        if weixin:  # /s/<id> needs nothing; /s?... needs exactly the article's four
+            if path == "/s" and key in _WEIXIN_PARAMS:
+                kept.append(pair)
+        elif key in _CONTENT_PARAMS:
+            kept.append(pair)
+        elif not (TRACKERS_RE.search(key) or _EXTRA_TRACKERS.match(key)):
+            kept.append(pair)
+    kept.sort(key=lambda pair: unquote_plus(pair.split("=", 1)[0]))
+    return _upper_escapes(quote("&".join(kept), safe=_QUERY_SAFE))
+
+
+def _upper_escapes(text: str) -> str:
+    return _PERCENT.sub(lambda m: "%" + m[1].upper(), text)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4, so that /a/../b and /b are one page."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if len(output) > 1:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    result = "/".join(output)
+    if path.endswith(("/.", "/..")):
+        result += "/"
+    return result if result.startswith("/") else "/" + result

@@ -1,0 +1,303 @@
+"""The link inventory of the user's real seeds, pinned line by line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mirror.seeds import decode_seed, parse_text, read_seeds
+
+from .conftest import SEEDS
+
+S000 = "000_26c02b02fc5889ea.txt"
+S001 = "001_c87ee9bc1dd6a88b.txt"
+S002 = "002_b501c17af06494dc.txt"
+S003 = "003_3f215d8ddfbe88b1.txt"
+S004 = "004_662669093c051ded.txt"
+
+
+@pytest.fixture(scope="module")
+def inventory():
+    return read_seeds([SEEDS], base=SEEDS.parent)
+
+
+def at(inventory, seed: str, line: int):
+    found = [l for l in inventory.links if l.seed == f"seeds/{seed}" and l.line == line]
+    assert found, f"no link recorded at {seed}:{line}"
+    return found
+
+
+def one(inventory, seed: str, line: int):
+    (link,) = at(inventory, seed, line)
+    return link
+
+
+def test_every_seed_is_read_without_warnings(inventory):
+    assert sorted(inventory.seeds) == sorted(f"seeds/{p.name}" for p in SEEDS.glob("*.txt"))
+    assert inventory.warnings == []
+    assert len(inventory.links) > 300
+    for seed in inventory.seeds:
+        assert any(l.seed == seed for l in inventory.links), seed
+
+
+def test_url_glued_to_chinese_text(inventory):
+    link = one(inventory, S002, 40)  # DeepSpeedhttps://github.com/microsoft/DeepSpeed微软分布式训练框架
+    assert link.url_as_written == "https://github.com/microsoft/DeepSpeed"
+    assert link.url == "https://github.com/microsoft/DeepSpeed"
+    assert link.title == "DeepSpeed"
+    assert link.section == "训练框架"
+
+
+def test_url_glued_to_latin_word_gets_repair_candidates(inventory):
+    link = one(inventory, S002, 58)  # Tritonhttps://github.com/openai/tritonPython 编写高性能 GPU Kernel
+    assert link.url_as_written == "https://github.com/openai/tritonPython"
+    assert link.candidates[0] == "https://github.com/openai/triton"
+    assert link.title == "Triton"
+    megatron = one(inventory, S002, 41)
+    assert megatron.url_as_written == "https://github.com/NVIDIA/Megatron-LMNVIDIA"
+    assert "https://github.com/NVIDIA/Megatron-LM" in megatron.candidates
+    blog = one(inventory, S002, 87)  # https://pytorch.org/blog/PyTorch 最新特性
+    assert blog.candidates[-1] == "https://pytorch.org/blog/"
+    # longest first
+    assert [len(c) for c in megatron.candidates] == sorted((len(c) for c in megatron.candidates), reverse=True)
+
+
+def test_seed_002_has_eleven_latin_glued_urls(inventory):
+    glued = [
+        l for l in inventory.links
+        if l.seed == f"seeds/{S002}" and l.candidates and l.url_as_written.rstrip("/").rsplit("/", 1)[-1][-1:].isalpha()
+        and any(ch.isupper() for ch in l.url_as_written.rsplit("/", 1)[-1])
+    ]
+    written = {l.url_as_written for l in glued}
+    for url in (
+        "https://github.com/openai/tritonPython",
+        "https://github.com/NVIDIA/Megatron-LMNVIDIA",
+        "https://pytorch.org/blog/PyTorch",
+        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/CUDA",
+        "https://github.com/NVIDIA/TensorRT-LLMNVIDIA",
+        "https://github.com/huggingface/text-generation-inferenceHuggingFace",
+        "https://developer.nvidia.com/blogGPU",
+        "https://ai.googleblog.com/Transformer",
+        "https://lilianweng.github.io/OpenAI",
+        "https://www.microsoft.com/en-us/research/research-area/artificial-intelligence/DeepSpeed",
+    ):
+        assert url in written
+    vllm = one(inventory, S002, 49)
+    assert vllm.candidates[:3] == (
+        "https://github.com/vllm-project/vllmPagedAttention",
+        "https://github.com/vllm-project/vllmPaged",
+        "https://github.com/vllm-project/vllm",
+    )
+
+
+def test_scheme_less_links(inventory):
+    reddit = one(inventory, S002, 129)  # Reddit r/MachineLearningreddit.com/r/MachineLearning最新讨论
+    assert reddit.url_as_written == "reddit.com/r/MachineLearning"
+    assert reddit.url == "https://reddit.com/r/MachineLearning"
+    assert reddit.skip_reason is None
+    stack = one(inventory, S002, 128)
+    assert stack.url == "https://stackoverflow.com/"
+    assert stack.title == "Stack Overflow"
+
+
+def test_title_line_before_url(inventory):
+    link = one(inventory, S000, 46)
+    assert link.title == "[TensorRT-LLM][5w字]🔥TensorRT-LLM 部署调优-指北 - 知乎"
+    assert link.section == "cuda learning & inference"
+
+
+def test_title_line_after_url(inventory):
+    link = one(inventory, S004, 34)
+    assert link.url == "https://clay-atlas.com/blog/2023/09/21/huggingface-transformers-streaming/"
+    assert link.title.startswith("使用HuggingFace Transformer中的TextStreamer")
+    assert link.section == "Inference"
+    mixtral = one(inventory, S004, 64)
+    assert mixtral.title == "欢迎 Mixtral-当前Hugging Face上最先进的MoE模型"
+    assert mixtral.section == "Mixtral"
+
+
+def test_markdown_link_with_bold_label_section(inventory):
+    link = one(inventory, S001, 39)  # - [x] **[VLLM论文](https://arxiv.org/abs/2309.06180)**
+    assert link.url == "https://arxiv.org/abs/2309.06180"
+    assert link.title == "VLLM论文"
+    assert link.section == "VLLM"
+    gpt = one(inventory, S001, 33)  # - [x] **[GPT文章解析**](https://medium.com/@sntaus/...)
+    assert gpt.title == "GPT文章解析"
+    assert gpt.url == "https://medium.com/@sntaus/understanding-self-attention-gpt-models-80ec894eebf0"
+
+
+def test_markdown_heading_sections(inventory):
+    link = one(inventory, S003, 32)
+    assert link.section == "RLHF"  # #### RLHF under ### LLM 技术原理
+    assert one(inventory, S003, 47).section == "数据并行"
+    two = at(inventory, S003, 33)  # two links on one line, both kept
+    assert [l.url for l in two] == ["https://huggingface.co/blog/zh/rlhf", "https://huggingface.co/blog/rlhf"]
+
+
+def test_zhihu_redirect_is_unwrapped(inventory):
+    link = one(inventory, S001, 143)
+    assert link.url_as_written == "https://link.zhihu.com/?target=https%3A//juejin.cn/post/7290740395913969705"
+    assert link.url == "https://juejin.cn/post/7290740395913969705"
+
+
+def test_tracking_parameters_are_stripped(inventory):
+    bili = one(inventory, S000, 7)
+    assert "vd_source" in bili.url_as_written and "spm_id_from" in bili.url_as_written
+    assert bili.url == "https://www.bilibili.com/video/BV1xM4m1m7vA/"
+    atatech = one(inventory, S000, 34)
+    assert atatech.url == "https://open.atatech.org/articles/11000218484"
+    weixin = one(inventory, S000, 35)
+    assert weixin.url == "https://mp.weixin.qq.com/s/4l0g2VI_18EuOjaYQuHYHw"
+    assert one(inventory, S000, 255).url == "https://zhuanlan.zhihu.com/p/675517271"
+    search = one(inventory, S000, 139)  # a search page keeps its keyword
+    assert search.url == "https://search.bilibili.com/all?keyword=megatron%E6%A1%86%E6%9E%B6"
+
+
+def test_identical_arxiv_lines_are_one_page_two_occurrences(inventory):
+    first, second = one(inventory, S000, 246), one(inventory, S000, 247)
+    assert first.url == second.url == "https://arxiv.org/pdf/2406.06858"
+    assert len(inventory.pages["https://arxiv.org/pdf/2406.06858"]) == 2
+
+
+def test_name_label_sections(inventory):
+    assert one(inventory, S000, 22).section == "flashattention"
+    assert one(inventory, S000, 2).section == "多模态"
+    assert one(inventory, S000, 252).section == "mlsys blog"  # a short line standing alone
+
+
+def test_relative_image_is_skipped_with_reason(inventory):
+    link = one(inventory, S004, 62)
+    assert link.url_as_written == "/images/img5/Mixtral.png"
+    assert link.skip_reason and "relative" in link.skip_reason
+    assert link.section == "Mixtral"
+
+
+def test_front_matter_is_not_a_section(inventory):
+    first = one(inventory, S004, 14)
+    assert first.url == "https://pytorch.org/blog/high-performance-llama-2/"
+    assert first.section == "LLM实战经验"
+
+
+def test_weixin_query_article_keeps_identifying_parameters(inventory):
+    link = one(inventory, S004, 112)
+    assert link.url == (
+        "https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&idx=1&mid=2650750181&sn=156dac3c5646143fc2577972f1506836"
+    )
+
+
+# --- other inputs ------------------------------------------------------------
+
+
+def test_netscape_bookmark_export(tmp_path):
+    bookmarks = tmp_path / "bookmarks.html"
+    bookmarks.write_text(
+        """<!DOCTYPE NETSCAPE-Bookmark-file-1>
+<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=UTF-8">
+<TITLE>Bookmarks</TITLE>
+<H1>Bookmarks</H1>
+<DL><p>
+    <DT><H3 ADD_DATE="1700000000">机器学习系统</H3>
+    <DL><p>
+        <DT><A HREF="https://zhuanlan.zhihu.com/p/1?utm_source=x" ADD_DATE="1700000001">FlashAttention 解读</A>
+        <DT><H3>Papers</H3>
+        <DL><p>
+            <DT><A HREF="https://arxiv.org/abs/2205.14135#section" ADD_DATE="1700000002">FlashAttention paper</A>
+        </DL><p>
+        <DT><A HREF="javascript:alert(1)">bookmarklet</A>
+    </DL><p>
+    <DT><A HREF="https://example.org/">Top level</A>
+</DL><p>
+""",
+        encoding="utf-8",
+    )
+    inv = read_seeds([bookmarks], base=tmp_path)
+    got = [(l.line, l.url, l.title, l.section, bool(l.skip_reason)) for l in inv.links]
+    assert got == [
+        (8, "https://zhuanlan.zhihu.com/p/1", "FlashAttention 解读", "机器学习系统", False),
+        (11, "https://arxiv.org/abs/2205.14135", "FlashAttention paper", "Papers", False),
+        (13, "javascript:alert(1)", "bookmarklet", "机器学习系统", True),
+        (15, "https://example.org/", "Top level", "Bookmarks", False),
+    ]
+
+
+def test_html_page_links_use_headings(tmp_path):
+    page = tmp_path / "saved.htm"
+    page.write_text(
+        "<html><body><h2>推理</h2><p>see <a href='https://docs.vllm.ai/'>vLLM docs</a></p>"
+        "<h2>Mail</h2><a href='mailto:me@example.com'>me</a></body></html>",
+        encoding="utf-8",
+    )
+    inv = read_seeds([page], base=tmp_path)
+    assert [(l.url, l.title, l.section) for l in inv.links] == [
+        ("https://docs.vllm.ai/", "vLLM docs", "推理"),
+        ("mailto:me@example.com", "me", "Mail"),
+    ]
+    assert "e-mail" in inv.links[1].skip_reason
+
+
+def test_unfetchable_schemes_in_text_are_listed_as_skipped():
+    text = "local: file:///etc/passwd\nold: ftp://ftp.example.com/pub/x.tar\ninline data:text/html,<b>hi</b>\n"
+    links = parse_text(text, "s.txt")
+    assert [l.url_as_written.split(":")[0] for l in links] == ["file", "ftp", "data"]
+    assert all(l.skip_reason for l in links)
+
+
+def test_two_links_on_one_line_have_distinct_columns():
+    links = parse_text("see https://a.example/x and https://a.example/x again\n", "s.txt")
+    assert [l.col for l in links] == [5, 29]
+    assert links[0].url == links[1].url
+
+
+def test_trailing_punctuation_is_not_part_of_the_url():
+    links = parse_text("Read (https://example.com/a_(b)) now. Also https://example.com/c.\n", "s.txt")
+    assert [l.url_as_written for l in links] == ["https://example.com/a_(b)", "https://example.com/c"]
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "warns"),
+    [
+        ("链接 https://例.cn/x".encode("utf-8"), "链接 https://例.cn/x", False),
+        (b"\xef\xbb\xbf" + "标题\nhttps://a.cn/".encode("utf-8"), "标题\nhttps://a.cn/", False),
+        ("标题\nhttps://a.cn/".encode("gb18030"), "标题\nhttps://a.cn/", True),
+        ("标题\nhttps://a.cn/".encode("utf-16"), "标题\nhttps://a.cn/", False),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", None, True),
+    ],
+)
+def test_decode_seed(data, text, warns):
+    decoded, warning = decode_seed(data)
+    assert decoded == text
+    assert bool(warning) == warns
+
+
+def test_bad_files_are_skipped_or_decoded_with_warnings(tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00")
+    (tmp_path / "gbk.txt").write_bytes("显存优化\nhttps://zhuanlan.zhihu.com/p/1\n".encode("gbk"))
+    (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf# \xe6\xa0\x87\xe9\xa2\x98\n[x](https://b.example/)\n")
+    inv = read_seeds([tmp_path], base=tmp_path)
+    assert {(l.seed, l.url, l.title, l.section) for l in inv.links} == {
+        ("gbk.txt", "https://zhuanlan.zhihu.com/p/1", "显存优化", None),
+        ("bom.md", "https://b.example/", "x", "标题"),
+    }
+    joined = "\n".join(inv.warnings)
+    assert "empty.txt: empty" in joined
+    assert "image.png: binary file" in joined
+    assert "gbk.txt: not UTF-8; decoded as GB18030" in joined
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_any_bytes_parse_without_raising(data):
+    text, _ = decode_seed(data)
+    if text is not None:
+        for link in parse_text(text, "fuzz.txt"):
+            assert link.line >= 1 and link.col >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("ab显 \n:：#*-[]()<>/.h") + ["https://", "http://x.cn/", "**", "\n\n"]), max_size=60))
+def test_markdown_like_text_parses_without_raising(pieces):
+    parse_text("".join(pieces), "fuzz.md")

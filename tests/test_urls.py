@@ -1,0 +1,129 @@
+"""Page identity: normalization examples and properties."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mirror.urls import classify, glue_candidates, normalize, skip_reason
+
+
+@pytest.mark.parametrize(
+    ("written", "normal"),
+    [
+        ("HTTPS://Zhuanlan.Zhihu.COM:443/p/1#comments", "https://zhuanlan.zhihu.com/p/1"),
+        ("http://example.com:80", "http://example.com/"),
+        ("http://example.com:8080/a/./b/../c", "http://example.com:8080/a/c"),
+        ("https://x.cn/p?utm_source=a&utm_medium=b&id=3", "https://x.cn/p?id=3"),
+        ("https://x.cn/p?b=2&a=1", "https://x.cn/p?a=1&b=2"),
+        ("https://x.cn/p?share_token=1&share_source=qq&from_source=x&s_r=0&wechatShare=1", "https://x.cn/p"),
+        ("https://www.google.com/url?q=https://example.org/a%3Fb%3D1&sa=D", "https://example.org/a?b=1"),
+        ("https://link.zhihu.com/?target=http%3A//example.org/x", "http://example.org/x"),
+        ("https://www.baidu.com/s?wd=%e6%98%be%e5%ad%98", "https://www.baidu.com/s?wd=%E6%98%BE%E5%AD%98"),
+        ("https://zh.wikipedia.org/wiki/显存", "https://zh.wikipedia.org/wiki/%E6%98%BE%E5%AD%98"),
+        ("https://例子.测试/", "https://xn--fsqu00a.xn--0zwm56d/"),
+        ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+        ("https://mp.weixin.qq.com/s/abc?scene=21&chksm=1#wechat_redirect", "https://mp.weixin.qq.com/s/abc"),
+    ],
+)
+def test_normalize_examples(written, normal):
+    assert normalize(written) == normal
+    assert normalize(normal) == normal
+
+
+WEIXIN = "https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&mid=2650771181&idx=1&sn=30b2a5abc7261b4f2ea122e8e96fdabf"
+
+
+def test_weixin_article_spellings():
+    shared = WEIXIN + "&chksm=84e4b2e5b3933bf3&scene=21&from=timeline&isappinstalled=0#wechat_redirect"
+    reordered = "https://MP.weixin.qq.com/s?sn=30b2a5abc7261b4f2ea122e8e96fdabf&idx=1&mid=2650771181&__biz=MzA3MzI4MjgzMw=="
+    assert normalize(shared) == normalize(WEIXIN) == normalize(reordered)
+    other = WEIXIN.replace("idx=1", "idx=2")
+    assert normalize(other) != normalize(WEIXIN)
+
+
+def test_skip_reasons():
+    assert classify("/images/x.png")[0] == "relative"
+    assert classify("mailto:a@b.c")[0] == "scheme"
+    assert classify("file:///etc/passwd")[0] == "scheme"
+    assert classify("ftp://example.com/x")[0] == "scheme"
+    assert classify("data:text/plain,hi")[0] == "scheme"
+    assert classify("http://")[0] == "malformed"
+    assert classify("http://a:99999/")[0] == "malformed"
+    assert skip_reason("https://192.168.1.10/intranet") is None  # intranet stays allowed
+    assert skip_reason("http://localhost:8000/") is None
+
+
+def test_glue_candidates():
+    assert glue_candidates("https://github.com/openai/tritonPython") == (
+        "https://github.com/openai/triton",
+        "https://github.com/openai/",
+    )
+    assert glue_candidates("https://github.com/ray-project/ray") == ()
+    assert glue_candidates("https://x.cn/a?Q=1") == ()
+
+
+# --- properties ----------------------------------------------------------------
+
+_param = st.text(alphabet=string.ascii_letters + string.digits + "_-.%~", min_size=1, max_size=8)
+_value = st.text(alphabet=string.ascii_letters + string.digits + "-._~%+=/:显存", max_size=10)
+_segment = st.text(alphabet=string.ascii_letters + string.digits + "-._~%@()+,;显存 ", max_size=10)
+_host = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,8}[A-Za-z0-9])?(\.[A-Za-z]{2,5}){1,2}", fullmatch=True)
+
+
+@st.composite
+def http_urls(draw):
+    scheme = draw(st.sampled_from(["http", "https", "HTTP", "Https"]))
+    host = draw(_host)
+    port = draw(st.sampled_from(["", ":80", ":443", ":8080"]))
+    path = "/".join(draw(st.lists(_segment, max_size=4)))
+    pairs = draw(st.lists(st.tuples(_param, _value), max_size=4))
+    query = "&".join(f"{k}={v}" for k, v in pairs)
+    fragment = draw(st.sampled_from(["", "#top", "#wechat_redirect", "#L71"]))
+    return f"{scheme}://{host}{port}/{path}" + (f"?{query}" if query else "") + fragment
+
+
+@settings(max_examples=400, deadline=None)
+@given(http_urls())
+def test_normalize_is_idempotent_on_urls(url):
+    once = normalize(url)
+    assert normalize(once) == once
+    assert "#" not in once
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=80))
+def test_normalize_and_classify_never_raise(text):
+    once = normalize(text)
+    assert normalize(once) == once
+    classify(text)
+    glue_candidates(text)
+
+
+_weixin_id = st.text(alphabet=string.ascii_letters + string.digits, min_size=4, max_size=12)
+_noise = st.lists(
+    st.sampled_from(["chksm=8a7c", "scene=21", "from=timeline", "isappinstalled=0", "spm=a.b.c", "utm_source=wx"]),
+    unique=True,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_weixin_id, st.integers(1, 8), _weixin_id, _noise, st.booleans())
+def test_weixin_tracking_never_changes_identity(biz, idx, sn, noise, fragment):
+    plain = f"https://mp.weixin.qq.com/s?__biz={biz}==&mid=2650771181&idx={idx}&sn={sn}"
+    tracked = "&".join([plain, *noise]) + ("#wechat_redirect" if fragment else "")
+    assert normalize(tracked) == normalize(plain)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_weixin_id, _weixin_id, st.integers(1, 8), st.integers(1, 8), _noise)
+def test_different_weixin_articles_never_collide(sn1, sn2, idx1, idx2, noise):
+    a = f"https://mp.weixin.qq.com/s?__biz=MzA3&mid=1&idx={idx1}&sn={sn1}"
+    b = "&".join([f"https://mp.weixin.qq.com/s?__biz=MzA3&mid=1&idx={idx2}&sn={sn2}", *noise])
+    if (sn1, idx1) != (sn2, idx2):
+        assert normalize(a) != normalize(b)
+    short_a, short_b = f"https://mp.weixin.qq.com/s/{sn1}", f"https://mp.weixin.qq.com/s/{sn2}?scene=21"
+    assert (normalize(short_a) == normalize(short_b)) == (sn1 == sn2)
