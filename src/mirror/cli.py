@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .seeds import SeedError, read_seeds
+from .seeds import Inventory, SeedError, links_from_urls, read_seeds
 from .store import Archive, ArchiveError
 
 app = typer.Typer(
@@ -51,6 +51,23 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _inventory(sources: list[str] | None) -> Inventory:
+    """Seed files/folders and URLs named on the command line (default: seeds/)."""
+    sources = sources or ["seeds"]
+    urls_ = [s for s in sources if s.lower().startswith(("http://", "https://"))]
+    paths = [Path(s) for s in sources if s not in urls_]
+    try:
+        inventory = read_seeds(paths) if paths else Inventory()
+    except SeedError as exc:
+        fail(str(exc), code=2)
+    extra = links_from_urls(urls_)
+    inventory.links.extend(extra.links)
+    inventory.seeds.extend(extra.seeds)
+    for warning in inventory.warnings:
+        err.print(f"[yellow]warning:[/] {warning}")
+    return inventory
+
+
 @app.command()
 def links(
     sources: Sources = None,
@@ -58,12 +75,7 @@ def links(
     as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as a JSON array.")] = False,
 ) -> None:
     """Read seed documents and record every link in the archive, without fetching."""
-    try:
-        inventory = read_seeds(sources or [Path("seeds")])
-    except SeedError as exc:
-        fail(str(exc), code=2)
-    for warning in inventory.warnings:
-        err.print(f"[yellow]warning:[/] {warning}")
+    inventory = _inventory([str(s) for s in sources] if sources else None)
     try:
         with Archive(archive) as store:
             stats = store.record_inventory(inventory)
@@ -95,3 +107,77 @@ def _links_table(links: list) -> Table:
         note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
         table.add_row(f"{seed}:{link.line}", link.section or "", link.title or "", link.url, note)
     return table
+
+
+@app.command()
+def fetch(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(help="Seed files, folders or URLs [default: seeds/]", show_default=False),
+    ] = None,
+    archive: ArchiveDir = Path("archive"),
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight overall.")] = 16,
+    per_host: Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")] = 2,
+    delay: Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")] = 1.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request: connect, headers and body.")] = 30.0,
+    max_bytes: Annotated[int, typer.Option(min=1, help="Refuse bodies larger than this (decoded bytes).")] = 50_000_000,
+    retries: Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")] = 3,
+    backoff: Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")] = 1.0,
+    user_agent: Annotated[str | None, typer.Option(help="User-Agent header [default: a browser-like one naming mirror]")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable).")] = None,
+    cookies: Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
+    wayback: Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")] = False,
+    wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Update the inventory, then fetch every pending page into WARC captures."""
+    from . import fetch as fetching
+    from ._progress import FetchReporter, summary_table
+
+    headers = {}
+    for item in header or []:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            fail(f"--header {item!r}: expected 'Name: value'", code=2)
+        headers[name.strip()] = value.strip()
+    options = fetching.FetchOptions(
+        concurrency=concurrency,
+        per_host=per_host,
+        delay=delay,
+        timeout=timeout,
+        max_bytes=max_bytes,
+        retries=retries,
+        backoff=backoff,
+        user_agent=user_agent or fetching.DEFAULT_USER_AGENT,
+        headers=headers,
+        cookies=cookies,
+        retry_failed=retry_failed,
+        refresh=refresh,
+        wayback=wayback,
+        wayback_api=wayback_api,
+    )
+    if cookies is not None and not cookies.is_file():
+        fail(f"{cookies}: no such cookies file", code=2)
+    inventory = _inventory(sources)
+    reporter = FetchReporter(err)
+    try:
+        with Archive(archive) as store, store.lock():
+            store.record_inventory(inventory)
+            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start)
+    except ArchiveError as exc:
+        reporter.stop()
+        fail(str(exc))
+    except fetching.FetchError as exc:
+        reporter.stop()
+        fail(str(exc), code=2)
+    except KeyboardInterrupt:
+        reporter.stop()
+        err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
+        raise typer.Exit(130)
+    reporter.stop()
+    if as_json:
+        print(json.dumps(summary.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        err.print(summary_table(summary))

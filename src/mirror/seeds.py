@@ -8,12 +8,13 @@ exports. Every link found becomes a `Link` carrying where it came from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import urls
 
-__all__ = ["Inventory", "Link", "SeedError", "decode_seed", "parse_text", "read_seeds"]
+__all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "parse_text", "read_seeds"]
 
 
 class SeedError(Exception):
@@ -62,6 +63,20 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
             inventory.warnings.append(f"{source}: folder holds no seed files")
         for path in files:
             _read_one(path, _seed_name(path, base), inventory)
+    return inventory
+
+
+COMMAND_LINE = "(command line)"
+
+
+def links_from_urls(written: list[str]) -> Inventory:
+    """An inventory of URLs given on the command line (`mirror fetch URL...`)."""
+    inventory = Inventory(seeds=[COMMAND_LINE] if written else [])
+    for url in written:
+        hit = _Found(0, len(url), url.strip(), None)
+        link = _make_link(hit, COMMAND_LINE, 0, None, None)
+        # keyed by the URL itself so that earlier command-line URLs are kept
+        inventory.links.append(replace(link, col=zlib.crc32(link.url.encode()) & 0x7FFFFFFF))
     return inventory
 
 

@@ -6,19 +6,34 @@ sqlite3 shell all read them. WAL mode lets readers work while a fetch writes.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 import sqlite_utils
 
 from . import urls
-from .seeds import Inventory, Link
+from .seeds import COMMAND_LINE, Inventory, Link
 
-__all__ = ["DB_NAME", "Archive", "ArchiveError", "InventoryStats", "default_archive_dir", "now"]
+if TYPE_CHECKING:
+    from .fetch import PageResult
+
+__all__ = [
+    "DB_NAME",
+    "Archive",
+    "ArchiveError",
+    "ArchiveLocked",
+    "InventoryStats",
+    "PageToFetch",
+    "default_archive_dir",
+    "now",
+]
 
 DB_NAME = "mirror.db"
 
@@ -40,12 +55,57 @@ PAGES_COLUMNS = {
     "error_message": str,  # what a person reads
     "candidates": str,  # JSON list of glued-URL repairs
     "first_seen": str,
+    # fetch
+    "http_status": int,
+    "final_url": str,
+    "content_type": str,
+    "fetched_at": str,  # when the saved copy was captured
+    "checked_at": str,  # last time we asked the site
+    "attempts": int,
+    "etag": str,
+    "last_modified": str,
+    "redirects": str,  # JSON list of the hops after the first URL
+    "warc_file": str,  # the latest good capture, relative to archive/warc/
+    "warc_offset": int,
+    "warc_length": int,
+    "source": str,  # live or wayback
+    "wayback_timestamp": str,
+    "gone_since": str,  # first time an archived page failed or vanished
 }
+# One row per request chain: the history of every page.
+ATTEMPTS_COLUMNS = {
+    "id": int,
+    "url": str,
+    "request_url": str,
+    "final_url": str,
+    "started_at": str,
+    "elapsed_ms": int,
+    "http_status": int,
+    "error": str,
+    "error_message": str,
+    "warc_file": str,
+    "warc_offset": int,
+    "warc_length": int,
+}
+WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
 SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}
 
 
 class ArchiveError(Exception):
     """The archive folder or database cannot be used."""
+
+
+class ArchiveLocked(ArchiveError):
+    """Another `mirror fetch` holds this archive."""
+
+
+@dataclass(frozen=True)
+class PageToFetch:
+    url: str
+    candidates: tuple[str, ...] = ()
+    archived: bool = False  # has a saved copy already
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +165,9 @@ class Archive:
             _ensure_table(self.db["links"], LINKS_COLUMNS, pk=("seed", "line", "col"))
             _ensure_table(self.db["pages"], PAGES_COLUMNS, pk="url")
             _ensure_table(self.db["seeds"], SEEDS_COLUMNS, pk="seed")
+            _ensure_table(self.db["attempts"], ATTEMPTS_COLUMNS, pk="id")
+            _ensure_table(self.db["warc_files"], WARC_FILES_COLUMNS, pk="file")
+            self.db["attempts"].create_index(["url"], if_not_exists=True)
             self.db["links"].create_index(["url"], if_not_exists=True)
             self.db["pages"].create_index(["status"], if_not_exists=True)
 
@@ -119,6 +182,8 @@ class Archive:
         with self.db.atomic():
             removed = 0
             for seed in inventory.seeds:
+                if seed == COMMAND_LINE:
+                    continue
                 keep = {(l.line, l.col) for l in inventory.links if l.seed == seed}
                 stale = [
                     (row["line"], row["col"])
@@ -145,6 +210,127 @@ class Archive:
             skipped=sum(1 for links in pages.values() if links[0].skip_reason),
             removed_links=removed,
         )
+
+    # --- fetching -------------------------------------------------------------
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive right to fetch into this archive; refuses a second runner."""
+        path = self.path / ".fetch.lock"
+        handle = open(path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise ArchiveLocked(
+                f"{self.path}: another mirror fetch (pid {holder}) is running on this archive; "
+                "wait for it to finish or stop it"
+            ) from None
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False) -> list[PageToFetch]:
+        if refresh:
+            where = "status != 'skipped'"
+        elif retry_failed:
+            where = "status in ('pending', 'failed')"
+        else:
+            where = "status = 'pending'"
+        rows = self.db.query(
+            f"select url, candidates, warc_file, etag, last_modified from pages where {where} order by first_seen, url"
+        )
+        return [
+            PageToFetch(
+                url=row["url"],
+                candidates=tuple(json.loads(row["candidates"] or "[]")),
+                archived=row["warc_file"] is not None,
+                etag=row["etag"],
+                last_modified=row["last_modified"],
+            )
+            for row in rows
+        ]
+
+    def record_fetch(self, result: PageResult, *, was_archived: bool) -> None:
+        """One page's outcome and its attempts, in one transaction."""
+        stamp = now()
+        final = result.final
+        with self.db.atomic():
+            self.db["attempts"].insert_all(
+                (
+                    {
+                        "url": result.url,
+                        "request_url": a.url,
+                        "final_url": a.final_url,
+                        "started_at": datetime.fromtimestamp(a.started_at, timezone.utc).isoformat(timespec="seconds"),
+                        "elapsed_ms": int(a.elapsed * 1000),
+                        "http_status": a.status,
+                        "error": a.error,
+                        "error_message": a.message,
+                        "warc_file": a.location.file if a.location else None,
+                        "warc_offset": a.location.offset if a.location else None,
+                        "warc_length": a.location.length if a.location else None,
+                    }
+                    for a in result.attempts
+                ),
+                pk="id",
+            )
+            self.db.execute("update pages set attempts = coalesce(attempts, 0) + ? where url = ?", [len(result.attempts), result.url])
+            update: dict[str, object] = {"checked_at": stamp}
+            if final.ok and final.status == 304:
+                update |= {"error": None, "error_message": None, "gone_since": None}
+            elif final.ok:
+                update |= {
+                    "status": "archived",
+                    "http_status": final.status,
+                    "final_url": final.final_url,
+                    "content_type": final.content_type,
+                    "fetched_at": stamp,
+                    "etag": final.etag,
+                    "last_modified": final.last_modified,
+                    "redirects": json.dumps(final.redirects) if final.redirects else None,
+                    "warc_file": final.location.file,
+                    "warc_offset": final.location.offset,
+                    "warc_length": final.location.length,
+                    "source": result.source,
+                    "wayback_timestamp": result.wayback_timestamp,
+                    "error": None,
+                    "error_message": None,
+                    "gone_since": None,
+                }
+            else:
+                update |= {"error": final.error, "error_message": final.message}
+                if was_archived:  # keep the saved copy; note when it went away
+                    self.db.execute("update pages set gone_since = coalesce(gone_since, ?) where url = ?", [stamp, result.url])
+                else:
+                    update |= {"status": "failed", "http_status": final.status, "final_url": final.final_url}
+            self.db["pages"].update(result.url, update)
+
+    def repair_warcs(self) -> list[tuple[Path, int]]:
+        """Check WARC files a crashed run left open; cut truncated tails."""
+        from . import warc
+
+        folder = self.path / warc.WARC_DIR
+        if not folder.is_dir():
+            return []
+        closed = {row["file"] for row in self.db.query("select file from warc_files where closed_at is not null")}
+        suspects = [p for p in sorted(folder.glob("*.warc.gz")) if p.name not in closed]
+        cut = warc.repair(suspects)
+        self.mark_warcs_closed([p.name for p in suspects])
+        return cut
+
+    def mark_warcs_closed(self, files: list[str]) -> None:
+        if files:
+            with self.db.atomic():
+                self.db["warc_files"].upsert_all(({"file": f, "closed_at": now()} for f in files), pk="file")
 
     def page_statuses(self, urls_: list[str] | None = None) -> dict[str, str]:
         rows = self.db.query("select url, status from pages")

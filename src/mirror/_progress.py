@@ -1,0 +1,67 @@
+"""What `mirror fetch` shows: a progress bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .fetch import PageResult, Summary
+
+
+class FetchReporter:
+    def __init__(self, console: Console):
+        self.console = console
+        self.live = console.is_terminal
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def start(self, summary: Summary) -> None:
+        for repaired in summary.repaired_warcs:
+            self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {repaired}")
+        if not self.live:
+            self.console.print(f"fetching {summary.total} pages")
+            return
+        self._progress = Progress(
+            TextColumn("[bold]fetch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("fetch", total=summary.total, counts="", rate="")
+
+    def page(self, result: PageResult, summary: Summary) -> None:
+        if self._progress is not None and self._task is not None:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+            self._progress.update(self._task, completed=summary.done, counts=counts)
+            return
+        final = result.final
+        what = "ok" if result.ok else final.error
+        status = final.status if final.status is not None else "-"
+        extra = f"  ({final.message})" if not result.ok and final.message else ""
+        via = f"  via {final.final_url}" if result.ok and final.final_url != result.url else ""
+        self.console.print(f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}", soft_wrap=True)
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def summary_table(summary: Summary) -> Table:
+    table = Table(title=f"{summary.done} of {summary.total} pages in {summary.elapsed:.1f} s")
+    table.add_column("outcome")
+    table.add_column("pages", justify="right")
+    for status, count in summary.statuses.most_common():
+        table.add_row(status, str(count))
+    for error, count in summary.errors.most_common():
+        table.add_row(f"  reason: {error}", str(count))
+    for host, seconds, pages in summary.slowest_hosts(3):
+        table.add_row(f"slow host: {host}", f"{seconds:.2f} s × {pages}")
+    return table

@@ -1,0 +1,237 @@
+"""Polite, concurrent, resumable fetching of every pending page into WARC.
+
+`run` picks the pages to fetch from the archive, fetches them with retries,
+glued-URL repairs and an optional Wayback fallback, and records each page as
+soon as it is done, so an interrupted run loses nothing it finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from http.cookiejar import LoadError, MozillaCookieJar
+from pathlib import Path
+from typing import Callable
+from urllib.parse import quote, urlsplit
+
+from . import warc
+from ._client import Client, Exchange, backoff_delay
+from .store import Archive, PageToFetch
+
+__all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
+
+DEFAULT_USER_AGENT = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0 Safari/537.36 mirror/0.1 (personal archiver)"
+)
+
+
+class FetchError(Exception):
+    """The run itself cannot proceed (bad cookies file, archive locked, ...)."""
+
+
+@dataclass
+class FetchOptions:
+    concurrency: int = 16
+    per_host: int = 2
+    delay: float = 1.0
+    timeout: float = 30.0
+    max_bytes: int = 50_000_000
+    max_redirects: int = 10
+    retries: int = 3
+    backoff: float = 1.0  # first retry waits about this long, then doubles
+    retry_after_cap: float = 120.0
+    user_agent: str = DEFAULT_USER_AGENT
+    headers: dict[str, str] = field(default_factory=dict)
+    cookies: Path | None = None
+    retry_failed: bool = False
+    refresh: bool = False
+    wayback: bool = False
+    wayback_api: str = "https://archive.org"
+    warc_rotate_bytes: int = warc.DEFAULT_ROTATE_BYTES
+
+
+@dataclass
+class PageResult:
+    """What happened to one page in this run."""
+
+    url: str
+    final: Exchange
+    attempts: list[Exchange]
+    source: str = "live"  # or "wayback"
+    wayback_timestamp: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.final.ok
+
+
+@dataclass
+class Summary:
+    total: int = 0
+    done: int = 0
+    statuses: Counter = field(default_factory=Counter)  # archived / unchanged / failed / gone
+    errors: Counter = field(default_factory=Counter)
+    host_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    elapsed: float = 0.0
+    interrupted: bool = False
+    repaired_warcs: list[str] = field(default_factory=list)
+
+    def slowest_hosts(self, n: int = 5) -> list[tuple[str, float, int]]:
+        means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t]
+        return sorted(means, key=lambda x: -x[1])[:n]
+
+    def as_dict(self) -> dict:
+        return {
+            "total": self.total,
+            "done": self.done,
+            "statuses": dict(self.statuses),
+            "errors": dict(self.errors),
+            "slowest_hosts": [{"host": h, "mean_seconds": round(s, 3), "pages": n} for h, s, n in self.slowest_hosts()],
+            "elapsed_seconds": round(self.elapsed, 3),
+            "interrupted": self.interrupted,
+            "repaired_warcs": self.repaired_warcs,
+        }
+
+
+def load_cookies(path: Path) -> MozillaCookieJar:
+    """A Netscape cookies.txt as browser extensions export it (header line optional)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise FetchError(f"{path}: cannot read cookies file ({exc.strerror})") from exc
+    if not re.match(r"#( Netscape)? HTTP Cookie File", text):
+        text = "# Netscape HTTP Cookie File\n" + text
+    jar = MozillaCookieJar()
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=True) as tmp:
+        tmp.write(text)
+        tmp.flush()
+        try:
+            jar.load(tmp.name, ignore_discard=True, ignore_expires=True)
+        except (LoadError, OSError, ValueError) as exc:
+            raise FetchError(f"{path}: not a Netscape cookies.txt file ({exc})") from exc
+    return jar
+
+
+def run(
+    archive: Archive,
+    options: FetchOptions,
+    on_page: Callable[[PageResult, Summary], None] | None = None,
+    on_start: Callable[[Summary], None] | None = None,
+) -> Summary:
+    """Fetch the archive's pending pages (more with retry_failed / refresh).
+
+    The caller holds the archive lock. Raises KeyboardInterrupt after a clean
+    stop on Ctrl-C; everything finished before it is committed.
+    """
+    cookies = load_cookies(options.cookies) if options.cookies else None
+    summary = Summary()
+    summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs()]
+    pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh)
+    summary.total = len(pages)
+    if on_start:
+        on_start(summary)
+    started = time.monotonic()
+    try:
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        raise
+    finally:
+        summary.elapsed = time.monotonic() - started
+    return summary
+
+
+async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None:
+    writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
+    client = Client(
+        writer,
+        concurrency=options.concurrency,
+        per_host=options.per_host,
+        delay=options.delay,
+        timeout=options.timeout,
+        max_bytes=options.max_bytes,
+        max_redirects=options.max_redirects,
+        headers={"User-Agent": options.user_agent, "Accept-Encoding": "gzip, deflate", **options.headers},
+        cookies=cookies,
+    )
+
+    async def one(page: PageToFetch) -> None:
+        result = await fetch_page(client, page, options)
+        archive.record_fetch(result, was_archived=page.archived)
+        summary.done += 1
+        summary.statuses[_outcome(result, page)] += 1
+        if not result.ok:
+            summary.errors[result.final.error or "unknown"] += 1
+        summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
+        if on_page:
+            on_page(result, summary)
+
+    tasks = [asyncio.create_task(one(page)) for page in pages]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await client.aclose()
+        writer.close()
+        archive.mark_warcs_closed(writer.opened)
+
+
+def _outcome(result: PageResult, page: PageToFetch) -> str:
+    if result.ok:
+        return "unchanged" if result.final.status == 304 else "archived"
+    return "gone" if page.archived else "failed"
+
+
+async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -> PageResult:
+    headers: dict[str, str] = {}
+    if options.refresh and page.archived:
+        if page.etag:
+            headers["If-None-Match"] = page.etag
+        if page.last_modified:
+            headers["If-Modified-Since"] = page.last_modified
+    attempts: list[Exchange] = []
+    for attempt in range(options.retries + 1):
+        final = await client.get(page.url, headers)
+        attempts.append(final)
+        if not final.retryable or attempt == options.retries:
+            break
+        await asyncio.sleep(backoff_delay(attempt, options.backoff, final.retry_after, options.retry_after_cap))
+    if final.status == 404 and page.candidates:
+        for candidate in page.candidates:  # a URL glued to the next word in the seed
+            alternative = await client.get(candidate)
+            attempts.append(alternative)
+            if alternative.ok:
+                final = alternative
+                break
+    result = PageResult(page.url, final, attempts)
+    if not final.ok and options.wayback and not page.archived:
+        await _wayback(client, options, result)
+    return result
+
+
+async def _wayback(client: Client, options: FetchOptions, result: PageResult) -> None:
+    """Archive the Internet Archive's closest snapshot of a page that failed."""
+    api = options.wayback_api.rstrip("/") + "/wayback/available?url=" + quote(result.url, safe="")
+    try:
+        answer = await client.get_json(api)
+        closest = answer["archived_snapshots"]["closest"]
+        if not closest.get("available", True) or not closest.get("url"):
+            return
+    except Exception:  # noqa: BLE001 - no snapshot is just no snapshot
+        return
+    # The id_ flag asks for the page as captured, without the Wayback toolbar.
+    snapshot = re.sub(r"/web/(\d+)(?:[a-z_]*)/", r"/web/\1id_/", closest["url"], count=1)
+    exchange = await client.get(snapshot)
+    result.attempts.append(exchange)
+    if exchange.ok:
+        result.final = exchange
+        result.source = "wayback"
+        result.wayback_timestamp = str(closest.get("timestamp") or "") or None

@@ -1,0 +1,168 @@
+"""Raw captures as WARC files (warcio), replayable by pywb.
+
+Each fetch run appends gzip-per-record WARC files under `archive/warc/`,
+rotated at a size limit. A record is flushed before the database points at it,
+so a kill -9 can at worst leave a truncated last record, which `repair` cuts
+off on the next run.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO, Iterable
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+__all__ = ["Capture", "CaptureWriter", "WarcLocation", "read_payload", "repair"]
+
+WARC_DIR = "warc"
+DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
+# Hop-by-hop framing that no longer describes the de-chunked payload we store.
+_FRAMING = {"transfer-encoding", "content-length"}
+
+
+@dataclass(frozen=True)
+class WarcLocation:
+    """Where a response record lives: file name relative to archive/warc/."""
+
+    file: str
+    offset: int
+    length: int
+
+
+@dataclass
+class Capture:
+    """One HTTP exchange as received: what the WARC response record holds."""
+
+    url: str
+    method: str
+    request_headers: list[tuple[str, str]]
+    status: int
+    reason: str
+    http_version: str
+    response_headers: list[tuple[str, str]]
+    body: BinaryIO  # raw payload as sent (still content-encoded), seekable
+    extra_warc_headers: dict[str, str] | None = None
+
+
+class CaptureWriter:
+    """Appends request/response pairs to rotating .warc.gz files."""
+
+    def __init__(self, archive_dir: Path, rotate_bytes: int = DEFAULT_ROTATE_BYTES, prefix: str = "mirror"):
+        self.dir = Path(archive_dir) / WARC_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.rotate_bytes = rotate_bytes
+        self.prefix = prefix
+        self._file: BinaryIO | None = None
+        self._name: str | None = None
+        self._serial = 0
+        self.opened: list[str] = []  # every file this writer created
+
+    def write(self, capture: Capture) -> WarcLocation:
+        out = self._current()
+        writer = WARCWriter(out, gzip=True)
+        response = _response_record(writer, capture)
+        request = _request_record(writer, capture)
+        request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
+        start = out.tell()
+        writer.write_record(response)
+        end = out.tell()
+        writer.write_record(request)
+        out.flush()
+        assert self._name is not None
+        location = WarcLocation(self._name, start, end - start)
+        if out.tell() >= self.rotate_bytes:
+            self.close()
+        return location
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def _current(self) -> BinaryIO:
+        if self._file is None:
+            self._serial += 1
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+            self._name = f"{self.prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
+            self._file = open(self.dir / self._name, "ab")
+            self.opened.append(self._name)
+        return self._file
+
+
+def _response_record(writer: WARCWriter, capture: Capture):
+    headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
+    capture.body.seek(0, io.SEEK_END)
+    headers.append(("Content-Length", str(capture.body.tell())))
+    capture.body.seek(0)
+    status_line = f"{capture.status} {capture.reason or ''}".strip()
+    http_headers = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
+    return writer.create_warc_record(
+        capture.url,
+        "response",
+        payload=capture.body,
+        http_headers=http_headers,
+        warc_headers_dict=capture.extra_warc_headers or {},
+    )
+
+
+def _request_record(writer: WARCWriter, capture: Capture):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(capture.url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    http_headers = StatusAndHeaders(
+        f"{capture.method} {target} HTTP/1.1", capture.request_headers, is_http_request=True
+    )
+    return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), http_headers=http_headers)
+
+
+def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHeaders, bytes]:
+    """The HTTP headers and decoded body of the response record at `location`."""
+    with open(Path(archive_dir) / WARC_DIR / location.file, "rb") as f:
+        f.seek(location.offset)
+        data = io.BytesIO(f.read(location.length))
+    for record in ArchiveIterator(data):
+        return record.http_headers, record.content_stream().read()
+    raise ArchiveLoadFailed(f"no record at {location.file}:{location.offset}")
+
+
+def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:
+    """Cut a truncated last record off WARC files left open by a crash.
+
+    Returns (file, bytes removed) for every file that was cut.
+    """
+    cut: list[tuple[Path, int]] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        good_end = _last_good_offset(path)
+        size = path.stat().st_size
+        if good_end < size:
+            with open(path, "r+b") as f:
+                f.truncate(good_end)
+            cut.append((path, size - good_end))
+    return cut
+
+
+def _last_good_offset(path: Path) -> int:
+    good_end = 0
+    try:
+        with open(path, "rb") as f:
+            records = ArchiveIterator(f)
+            for record in records:
+                record.content_stream().read()
+                records.read_to_end(record)
+                good_end = records.get_record_offset() + records.get_record_length()
+    except Exception:  # noqa: BLE001 - any damage past good_end is cut off
+        pass
+    return good_end
