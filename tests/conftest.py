@@ -46,3 +46,21 @@ def run_mirror(*args: str, cwd: Path, env: dict | None = None, timeout: float = 
 
 def links_json(result) -> list[dict]:
     return json.loads(result.stdout)
+
+
+@pytest.fixture
+def web():
+    """A hostile web server on 127.0.0.1."""
+    from .webserver import HostileServer
+
+    with HostileServer("127.0.0.1") as server:
+        yield server
+
+
+@pytest.fixture
+def web2():
+    """A second host, 127.0.0.2, for per-host and cookie-domain tests."""
+    from .webserver import HostileServer
+
+    with HostileServer("127.0.0.2") as server:
+        yield server

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import tempfile
 import time
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
@@ -106,15 +108,18 @@ def load_cookies(path: Path) -> MozillaCookieJar:
     if not re.match(r"#( Netscape)? HTTP Cookie File", text):
         text = "# Netscape HTTP Cookie File\n" + text
     jar = MozillaCookieJar()
-    import tempfile
-
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=True) as tmp:
         tmp.write(text)
         tmp.flush()
         try:
-            jar.load(tmp.name, ignore_discard=True, ignore_expires=True)
+            with warnings.catch_warnings():  # cookiejar warns before raising on bad lines
+                warnings.simplefilter("ignore")
+                jar.load(tmp.name, ignore_discard=True, ignore_expires=True)
         except (LoadError, OSError, ValueError) as exc:
             raise FetchError(f"{path}: not a Netscape cookies.txt file ({exc})") from exc
+    for cookie in jar:
+        if not cookie.expires:  # exporters write 0 for session cookies
+            cookie.expires, cookie.discard = None, True
     return jar
 
 

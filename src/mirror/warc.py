@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -155,14 +156,21 @@ def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:
 
 
 def _last_good_offset(path: Path) -> int:
-    good_end = 0
+    """End of the last complete gzip member: each member holds one whole record."""
+    good = offset = 0
+    decoder = zlib.decompressobj(31)
     try:
         with open(path, "rb") as f:
-            records = ArchiveIterator(f)
-            for record in records:
-                record.content_stream().read()
-                records.read_to_end(record)
-                good_end = records.get_record_offset() + records.get_record_length()
-    except Exception:  # noqa: BLE001 - any damage past good_end is cut off
+            while chunk := f.read(1 << 20):
+                while chunk:
+                    decoder.decompress(chunk)
+                    if not decoder.eof:
+                        offset += len(chunk)
+                        break
+                    offset += len(chunk) - len(decoder.unused_data)
+                    good = offset
+                    chunk = decoder.unused_data
+                    decoder = zlib.decompressobj(31)
+    except zlib.error:
         pass
-    return good_end
+    return good

@@ -1,0 +1,289 @@
+"""`mirror fetch` against real HTTP servers on 127.0.0.x."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from warcio.archiveiterator import ArchiveIterator
+
+from mirror.fetch import FetchError, FetchOptions, run
+from mirror.seeds import links_from_urls, read_seeds
+from mirror.store import Archive
+from mirror.warc import WarcLocation, read_payload
+
+FAST = dict(delay=0.0, timeout=5.0, retries=2, backoff=0.05)
+
+
+def fetch_urls(tmp_path: Path, urls: list[str], **options) -> tuple[sqlite_utils.Database, object]:
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls(urls))
+        summary = run(archive, FetchOptions(**{**FAST, **options}))
+    return sqlite_utils.Database(tmp_path / "archive" / "mirror.db"), summary
+
+
+def page(db, url):
+    return db["pages"].get(url)
+
+
+def attempts(db, url):
+    return list(db.query("select * from attempts where url = ? order by id", [url]))
+
+
+def warc_records(archive_dir: Path) -> list:
+    records = []
+    for path in sorted((archive_dir / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                records.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read()))
+    return records
+
+
+def test_article_is_captured_to_warc_and_pointed_at(tmp_path, web):
+    url = web.url("/article/1")
+    db, summary = fetch_urls(tmp_path, [url])
+    row = page(db, url)
+    assert row["status"] == "archived" and row["http_status"] == 200
+    assert row["content_type"].startswith("text/html")
+    headers, body = read_payload(tmp_path / "archive", WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    assert "文章 1" in body.decode("utf-8")
+    types = [(t, u) for t, u, _ in warc_records(tmp_path / "archive")]
+    assert types == [("response", url), ("request", url)]
+    assert summary.statuses["archived"] == 1
+
+
+def test_gzip_body_is_stored_raw_and_reads_back_decoded(tmp_path, web):
+    url = web.url("/gzip")
+    db, _ = fetch_urls(tmp_path, [url])
+    row = page(db, url)
+    headers, body = read_payload(tmp_path / "archive", WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    assert headers.get_header("Content-Encoding") == "gzip"
+    assert "压缩的文章" in body.decode("utf-8")
+
+
+def test_503_twice_then_success(tmp_path, web):
+    url = web.url("/flaky")
+    db, _ = fetch_urls(tmp_path, [url], retries=3)
+    assert page(db, url)["status"] == "archived"
+    assert [a["http_status"] for a in attempts(db, url)] == [503, 503, 200]
+    assert web.recorder.hits["/flaky"] == 3
+
+
+def test_retry_after_is_honoured(tmp_path, web):
+    url = web.url("/retry-after")
+    db, _ = fetch_urls(tmp_path, [url], retries=1, backoff=0.0)
+    assert page(db, url)["status"] == "archived"
+    starts = [t for p, t in web.recorder.starts if p == "/retry-after"]
+    assert starts[1] - starts[0] >= 0.9  # Retry-After: 1, not the 0 s backoff
+
+
+def test_retries_give_up_with_a_reason(tmp_path, web):
+    url = web.url("/always-503")
+    db, _ = fetch_urls(tmp_path, [url], retries=2)
+    row = page(db, url)
+    assert row["status"] == "failed" and row["error"] == "http_503" and row["attempts"] == 3
+
+
+def test_404_is_not_retried(tmp_path, web):
+    url = web.url("/nothing-here")
+    db, _ = fetch_urls(tmp_path, [url], retries=3)
+    row = page(db, url)
+    assert row["status"] == "failed" and row["error"] == "http_404" and "404" in row["error_message"]
+    assert web.recorder.hits["/nothing-here"] == 1
+
+
+def test_410_is_failed_not_retried(tmp_path, web):
+    db, _ = fetch_urls(tmp_path, [web.url("/gone")])
+    assert page(db, web.url("/gone"))["error"] == "http_410"
+    assert web.recorder.hits["/gone"] == 1
+
+
+def test_redirect_chain_is_kept(tmp_path, web):
+    url = web.url("/redirect/3")
+    db, _ = fetch_urls(tmp_path, [url])
+    row = page(db, url)
+    assert row["status"] == "archived"
+    assert row["final_url"] == web.url("/article/redirected")
+    assert json.loads(row["redirects"]) == [web.url("/redirect/2"), web.url("/redirect/1"), web.url("/article/redirected")]
+    responses = [u for t, u, _ in warc_records(tmp_path / "archive") if t == "response"]
+    assert responses == [url, web.url("/redirect/2"), web.url("/redirect/1"), web.url("/article/redirected")]
+
+
+def test_redirect_loop_and_too_many_redirects(tmp_path, web):
+    loop, long = web.url("/loop/a"), web.url("/redirect/12")
+    db, _ = fetch_urls(tmp_path, [loop, long])
+    assert page(db, loop)["error"] == "redirect_loop"
+    assert page(db, long)["error"] == "too_many_redirects"
+
+
+def test_trickling_body_times_out(tmp_path, web):
+    url = web.url("/trickle")
+    db, _ = fetch_urls(tmp_path, [url], timeout=1.5, retries=0)
+    row = page(db, url)
+    assert row["status"] == "failed" and row["error"] == "timeout"
+    assert "1.5" in row["error_message"]
+
+
+@pytest.mark.parametrize("path", ["/big", "/big-declared", "/bomb"])
+def test_oversized_bodies_are_refused(tmp_path, web, path):
+    url = web.url(path)
+    db, _ = fetch_urls(tmp_path, [url], max_bytes=1_000_000, retries=0)
+    row = page(db, url)
+    assert row["status"] == "failed" and row["error"] == "too_large"
+    # the refused response is still captured, marked as truncated
+    (attempt,) = attempts(db, url)
+    assert attempt["warc_file"]
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [("/zhihu-403", "zhihu"), ("/weixin-verify", "WeChat"), ("/cloudflare", "Cloudflare"), ("/login", "sign-in")],
+)
+def test_blocked_pages_are_failed_with_a_cookies_hint(tmp_path, web, path, words):
+    url = web.url(path)
+    db, _ = fetch_urls(tmp_path, [url], retries=1)
+    row = page(db, url)
+    assert row["status"] == "failed" and row["error"] == "blocked"
+    assert words in row["error_message"] and "--cookies" in row["error_message"]
+    assert row["warc_file"] is None  # never stored as the page's copy
+    assert web.recorder.hits[path] == 1  # not retried
+
+
+def test_glued_url_candidate_is_tried_after_404(tmp_path, web):
+    seed = tmp_path / "glued.txt"
+    seed.write_text(f"Tritonhttp://127.0.0.1:{web.port}/openai/tritonPython 编写高性能 GPU Kernel\n", encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([seed], base=tmp_path))
+        run(archive, FetchOptions(**FAST))
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    row = page(db, web.url("/openai/tritonPython"))
+    assert row["status"] == "archived"
+    assert row["final_url"] == web.url("/openai/triton")
+    assert [a["http_status"] for a in attempts(db, row["url"])] == [404, 200]
+
+
+def test_cookies_are_sent_only_to_their_domain(tmp_path, web, web2):
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text(
+        "# Netscape HTTP Cookie File\n"
+        "127.0.0.1\tFALSE\t/\tFALSE\t0\tz_c0\tlogged-in-token\n"
+        "127.0.0.2\tFALSE\t/\tFALSE\t0\tother\tsecond-host\n"
+        ".zhihu.com\tTRUE\t/\tFALSE\t0\td_c0\tnever-sent-here\n"
+        "127.0.0.1\tFALSE\t/\tTRUE\t0\tsecure_only\tnot-over-http\n",
+        encoding="utf-8",
+    )
+    fetch_urls(tmp_path, [web.url("/cookies"), web2.url("/cookies")], cookies=cookies)
+    assert web.recorder.cookies["/cookies"] == ["z_c0=logged-in-token"]
+    assert web2.recorder.cookies["/cookies"] == ["other=second-host"]
+
+
+def test_cookies_file_without_header_and_a_bad_one(tmp_path, web):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tabc\n", encoding="utf-8")
+    fetch_urls(tmp_path, [web.url("/cookies")], cookies=plain)
+    assert web.recorder.cookies["/cookies"] == ["sid=abc"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("this is not\ta cookie file\n", encoding="utf-8")
+    with pytest.raises(FetchError, match="cookies"):
+        fetch_urls(tmp_path / "other", [web.url("/cookies")], cookies=bad)
+
+
+def test_user_agent_and_headers(tmp_path, web):
+    fetch_urls(tmp_path, [web.url("/article/ua")], user_agent="TestAgent/1.0", headers={"X-Test": "yes"})
+    (sent,) = web.recorder.headers["/article/ua"]
+    assert sent["User-Agent"] == "TestAgent/1.0" and sent["X-Test"] == "yes"
+
+
+def test_default_user_agent_is_browser_like_and_names_mirror(tmp_path, web):
+    fetch_urls(tmp_path, [web.url("/article/ua")])
+    agent = web.recorder.headers["/article/ua"][0]["User-Agent"]
+    assert agent.startswith("Mozilla/5.0") and "mirror" in agent and "python-httpx" not in agent
+
+
+def test_per_host_limit_is_respected(tmp_path, web):
+    urls = [web.url(f"/slow/{i}?s=0.3") for i in range(6)]
+    db, _ = fetch_urls(tmp_path, urls, per_host=2, concurrency=16)
+    assert web.recorder.max_in_flight == 2
+    assert {page(db, u)["status"] for u in urls} == {"archived"}
+
+
+def test_delay_between_requests_to_one_host(tmp_path, web):
+    urls = [web.url(f"/article/d{i}") for i in range(4)]
+    fetch_urls(tmp_path, urls, per_host=2, delay=0.3)
+    starts = sorted(t for p, t in web.recorder.starts)
+    assert all(b - a >= 0.28 for a, b in zip(starts, starts[1:]))
+
+
+def test_a_slow_host_does_not_hold_up_others(tmp_path, web, web2):
+    slow = [web2.url(f"/slow/{i}?s=2") for i in range(3)]
+    fast = [web.url(f"/article/f{i}") for i in range(6)]
+    fetch_urls(tmp_path, slow + fast, per_host=1, concurrency=4)
+    first_slow_done = min(t for p, t in web2.recorder.finishes)
+    last_fast_done = max(t for p, t in web.recorder.finishes)
+    assert last_fast_done < first_slow_done
+
+
+def test_proxy_from_environment(tmp_path, web, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", web.url(""))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    db, _ = fetch_urls(tmp_path, ["http://example.invalid/through-proxy"])
+    row = page(db, "http://example.invalid/through-proxy")
+    assert row["status"] == "archived"
+    _, body = read_payload(tmp_path / "archive", WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    assert b"via proxy" in body
+
+
+def test_connection_refused_and_dns_failures(tmp_path):
+    refused, unknown = "http://127.0.0.1:9/x", "http://no-such-host.invalid/x"
+    db, _ = fetch_urls(tmp_path, [refused, unknown], retries=1)
+    assert page(db, refused)["error"] == "connect" and page(db, refused)["attempts"] == 2
+    assert page(db, unknown)["error"] == "dns" and page(db, unknown)["attempts"] == 1
+
+
+def test_refresh_304_then_gone(tmp_path, web):
+    url = web.url("/etag")
+    db, _ = fetch_urls(tmp_path, [url])
+    first = page(db, url)
+    assert first["status"] == "archived" and first["etag"] == '"v1"'
+    db, summary = fetch_urls(tmp_path, [url], refresh=True)
+    assert summary.statuses["unchanged"] == 1
+    assert web.recorder.headers["/etag"][1]["If-None-Match"] == '"v1"'
+    assert page(db, url)["warc_file"] == first["warc_file"]
+    web.recorder.gone.add("/etag")
+    db, summary = fetch_urls(tmp_path, [url], refresh=True)
+    gone = page(db, url)
+    assert summary.statuses["gone"] == 1
+    assert gone["status"] == "archived" and gone["gone_since"] and gone["error"] == "http_404"
+    assert (gone["warc_file"], gone["warc_offset"]) == (first["warc_file"], first["warc_offset"])
+
+
+def test_retry_failed_only_when_asked(tmp_path, web):
+    url = web.url("/always-503")
+    fetch_urls(tmp_path, [url], retries=0)
+    fetch_urls(tmp_path, [url], retries=0)
+    assert web.recorder.hits["/always-503"] == 1
+    fetch_urls(tmp_path, [url], retries=0, retry_failed=True)
+    assert web.recorder.hits["/always-503"] == 2
+
+
+def test_wayback_fallback(tmp_path, web):
+    dead, none = web.url("/dead-page"), web.url("/dead-nosnapshot")
+    db, _ = fetch_urls(tmp_path, [dead, none], wayback=True, wayback_api=web.url(""))
+    row = page(db, dead)
+    assert row["status"] == "archived" and row["source"] == "wayback"
+    assert row["wayback_timestamp"] == "20200101000000"
+    assert "/web/20200101000000id_/" in row["final_url"]
+    _, body = read_payload(tmp_path / "archive", WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    assert "from the wayback machine" in body.decode()
+    assert page(db, none)["status"] == "failed" and page(db, none)["error"] == "http_404"
+
+
+def test_warc_rotation(tmp_path, web):
+    urls = [web.url(f"/article/r{i}") for i in range(5)]
+    db, _ = fetch_urls(tmp_path, urls, warc_rotate_bytes=1)
+    files = {page(db, u)["warc_file"] for u in urls}
+    assert len(files) == 5
+    assert len(warc_records(tmp_path / "archive")) == 10

@@ -1,0 +1,279 @@
+"""A small hostile web on 127.0.0.x for the fetch tests.
+
+Routes are plain functions of the request handler. The server records what it
+saw (paths, Cookie headers, concurrency) so tests can assert on it, and every
+slow route is bounded in time so that nothing outlives the test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+import zlib
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>{title}</title></head>
+<body><article><h1>{title}</h1><p>FlashAttention 通过分块计算减少显存访问。{body}</p>
+<p>第二段：在线 softmax 让注意力计算可以逐块完成，避免把整个注意力矩阵写回显存。</p></article></body></html>"""
+
+
+def article(title: str, body: str = "") -> bytes:
+    return ARTICLE.format(title=title, body=body).encode("utf-8")
+
+
+_BOMB: bytes | None = None
+
+
+def gzip_bomb(decoded_mb: int = 300) -> bytes:
+    """~300 KB of gzip that decodes to `decoded_mb` MB of zeros."""
+    global _BOMB
+    if _BOMB is None:
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        block = b"\0" * (1 << 20)
+        parts = [compressor.compress(block) for _ in range(decoded_mb)]
+        parts.append(compressor.flush())
+        _BOMB = b"".join(parts)
+    return _BOMB
+
+
+class Recorder:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.hits: dict[str, int] = defaultdict(int)
+        self.cookies: dict[str, list[str | None]] = defaultdict(list)
+        self.headers: dict[str, list[dict[str, str]]] = defaultdict(list)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.starts: list[tuple[str, float]] = []
+        self.finishes: list[tuple[str, float]] = []
+        self.gone: set[str] = set()  # paths that now answer 404
+
+    def enter(self, path: str) -> int:
+        with self.lock:
+            self.hits[path] += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.starts.append((path, time.monotonic()))
+            return self.hits[path]
+
+    def leave(self, path: str) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.finishes.append((path, time.monotonic()))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "HostileServer"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        rec = self.server.recorder
+        if self.path.startswith("http://"):  # a proxy request: absolute URI
+            return self.send(200, article("via proxy", self.path))
+        parts = urlsplit(self.path)
+        path = parts.path
+        hit = rec.enter(path)
+        rec.cookies[path].append(self.headers.get("Cookie"))
+        rec.headers[path].append(dict(self.headers.items()))
+        try:
+            if path in rec.gone:
+                return self.send(404, b"gone now")
+            route = ROUTES.get(path) or next((f for p, f in PREFIX_ROUTES if path.startswith(p)), None)
+            if route is None:
+                return self.send(404, b"<html><title>404</title>not here</html>")
+            route(self, hit, parts)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            rec.leave(path)
+
+    def send(self, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str = "text/html; charset=utf-8") -> None:
+        self.send_response(status)
+        headers = {"Content-Type": content_type, **(headers or {})}
+        for key, value in headers.items():
+            self.send_header(key, value)
+        if "Content-Length" not in headers:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _article(h, hit, parts):
+    h.send(200, article(f"文章 {parts.path.rsplit('/', 1)[-1]}"))
+
+
+def _slow(h, hit, parts):
+    seconds = float(parse_qs(parts.query).get("s", ["0.3"])[0])
+    time.sleep(min(seconds, 10))
+    h.send(200, article(f"slow {parts.path}"))
+
+
+def _flaky(h, hit, parts):
+    if hit <= 2:
+        return h.send(503, b"busy", {"Retry-After": "0"})
+    h.send(200, article("flaky but fine"))
+
+
+def _retry_after(h, hit, parts):
+    if hit == 1:
+        return h.send(429, b"slow down", {"Retry-After": "1"})
+    h.send(200, article("after waiting"))
+
+
+def _always_503(h, hit, parts):
+    h.send(503, b"down")
+
+
+def _gone(h, hit, parts):
+    h.send(410, b"gone")
+
+
+def _redirect(h, hit, parts):
+    n = int(parts.path.rsplit("/", 1)[-1])
+    target = "/article/redirected" if n <= 1 else f"/redirect/{n - 1}"
+    h.send(302, b"", {"Location": target})
+
+
+def _loop(h, hit, parts):
+    h.send(301, b"", {"Location": "/loop/b" if parts.path.endswith("/a") else "/loop/a"})
+
+
+def _trickle(h, hit, parts):
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    for _ in range(40):  # bounded: at most ~20 s
+        h.wfile.write(b"x")
+        h.wfile.flush()
+        time.sleep(0.5)
+
+
+def _big(h, hit, parts):
+    chunk = b"<p>" + b"a" * 1021
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Connection", "close")  # close-delimited: no Content-Length to trust
+    h.end_headers()
+    for _ in range(5 * 1024):  # 5 MB
+        h.wfile.write(chunk)
+    h.close_connection = True
+
+
+def _big_declared(h, hit, parts):
+    h.send(200, b"", {"Content-Length": str(10**10)})
+
+
+def _bomb(h, hit, parts):
+    h.send(200, gzip_bomb(), {"Content-Encoding": "gzip"})
+
+
+def _gzip_ok(h, hit, parts):
+    h.send(200, gzip.compress(article("压缩的文章")), {"Content-Encoding": "gzip"})
+
+
+def _cookies(h, hit, parts):
+    h.send(200, article("cookies", h.headers.get("Cookie") or "none"))
+
+
+def _zhihu_403(h, hit, parts):
+    h.send(403, '<html><head><title>安全验证 - 知乎</title></head><body>系统监测到您的网络环境存在异常</body></html>'.encode())
+
+
+def _weixin_verify(h, hit, parts):
+    h.send(200, '<html><body><div class="weui-msg"><p>环境异常</p><p>当前环境异常，完成验证后即可继续访问。</p><a>去验证</a></div></body></html>'.encode())
+
+
+def _cloudflare(h, hit, parts):
+    h.send(503, b"<html><head><title>Just a moment...</title></head><body>Checking your browser</body></html>", {"Server": "cloudflare"})
+
+
+def _login_wall(h, hit, parts):
+    h.send(200, b'<html><head><title>Sign in</title></head><body><form action="/session"><input name="user">'
+           b'<input type="password" name="pw"><button>Sign in</button></form></body></html>')
+
+
+def _etag(h, hit, parts):
+    if h.headers.get("If-None-Match") == '"v1"':
+        return h.send(304, b"", {"ETag": '"v1"'})
+    h.send(200, article("versioned"), {"ETag": '"v1"', "Last-Modified": "Wed, 01 Jan 2025 00:00:00 GMT"})
+
+
+def _glued(h, hit, parts):
+    if parts.path == "/openai/triton":
+        return h.send(200, article("triton"))
+    h.send(404, b"no such repo")
+
+
+def _wayback_api(h, hit, parts):
+    url = parse_qs(parts.query)["url"][0]
+    host = h.headers["Host"]
+    if "nosnapshot" in url:
+        return h.send(200, json.dumps({"archived_snapshots": {}}).encode(), content_type="application/json")
+    snapshot = {"available": True, "status": "200", "timestamp": "20200101000000", "url": f"http://{host}/web/20200101000000/{url}"}
+    h.send(200, json.dumps({"url": url, "archived_snapshots": {"closest": snapshot}}).encode(), content_type="application/json")
+
+
+def _wayback_snapshot(h, hit, parts):
+    if "id_/" not in parts.path:
+        return h.send(200, b"<html>toolbar wrapped copy</html>")
+    h.send(200, article("from the wayback machine"))
+
+
+ROUTES = {
+    "/flaky": _flaky,
+    "/retry-after": _retry_after,
+    "/always-503": _always_503,
+    "/gone": _gone,
+    "/trickle": _trickle,
+    "/big": _big,
+    "/big-declared": _big_declared,
+    "/bomb": _bomb,
+    "/gzip": _gzip_ok,
+    "/cookies": _cookies,
+    "/zhihu-403": _zhihu_403,
+    "/weixin-verify": _weixin_verify,
+    "/cloudflare": _cloudflare,
+    "/login": _login_wall,
+    "/etag": _etag,
+    "/openai/tritonPython": _glued,
+    "/openai/triton": _glued,
+    "/wayback/available": _wayback_api,
+}
+PREFIX_ROUTES = [
+    ("/article/", _article),
+    ("/slow/", _slow),
+    ("/redirect/", _redirect),
+    ("/loop/", _loop),
+    ("/web/", _wayback_snapshot),
+]
+
+
+class HostileServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host: str = "127.0.0.1"):
+        super().__init__((host, 0), Handler)
+        self.recorder = Recorder()
+        self.host = host
+        self.port = self.server_address[1]
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def __enter__(self) -> "HostileServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
