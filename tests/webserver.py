@@ -267,6 +267,9 @@ class HostileServer(ThreadingHTTPServer):
         self.port = self.server_address[1]
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
+    def handle_error(self, request, client_address) -> None:  # clients hanging up is expected here
+        pass
+
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -15,6 +17,7 @@ class FetchReporter:
         self.live = console.is_terminal
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._started = time.monotonic()
 
     def start(self, summary: Summary) -> None:
         for repaired in summary.repaired_warcs:
@@ -39,7 +42,8 @@ class FetchReporter:
     def page(self, result: PageResult, summary: Summary) -> None:
         if self._progress is not None and self._task is not None:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
-            self._progress.update(self._task, completed=summary.done, counts=counts)
+            rate = summary.done / max(time.monotonic() - self._started, 1e-6)
+            self._progress.update(self._task, completed=summary.done, counts=counts, rate=f"{rate:.1f}/s")
             return
         final = result.final
         what = "ok" if result.ok else final.error
