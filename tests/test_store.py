@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import shutil
 
 import pytest
 import sqlite_utils

@@ -68,7 +68,7 @@ class Recorder:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "HostileServer"
+    server: HostileServer
 
     def log_message(self, *args) -> None:  # keep test output clean
         pass
@@ -273,7 +273,7 @@ class HostileServer(ThreadingHTTPServer):
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"
 
-    def __enter__(self) -> "HostileServer":
+    def __enter__(self) -> HostileServer:
         self._thread.start()
         return self
 

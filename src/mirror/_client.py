@@ -18,7 +18,8 @@ import zlib
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -116,11 +117,13 @@ class Client:
         """GET `url`, following up to max_redirects redirects by hand."""
         chain = [url]
         current = url
-        started = time.time()
+        started: float | None = None
         for _ in range(self.max_redirects + 1):
             hop = await self._hop(current, headers or {}, original=url)
-            hop.url, hop.redirects, hop.started_at = url, chain[1:], started
-            hop.elapsed = time.time() - started
+            started = started or hop.started_at  # time spent queueing for a host is not counted
+            hop.url, hop.redirects = url, chain[1:]
+            hop.elapsed += hop.started_at - started
+            hop.started_at = started
             if hop.error or hop.redirect_to is None:
                 return hop
             nxt = urljoin(current, hop.redirect_to)
@@ -147,8 +150,8 @@ class Client:
         return self._gates[host]
 
     async def _hop(self, url: str, headers: dict[str, str], original: str) -> Exchange:
-        hop = Exchange(url=url, final_url=url)
         async with self._gate(url).slot(), self._global:
+            hop = Exchange(url=url, final_url=url, started_at=time.time())
             try:
                 async with asyncio.timeout(self.timeout):
                     request = self._http.build_request("GET", url, headers=headers)
@@ -158,12 +161,13 @@ class Client:
                     finally:
                         await response.aclose()
             except TimeoutError:
-                return _failed(url, url, "timeout", f"no complete response within {self.timeout:g} s")
+                return _failed(url, url, "timeout", f"no complete response within {self.timeout:g} s", started=hop.started_at)
             except httpx.HTTPError as exc:
                 category, message = _classify_error(exc)
-                return _failed(url, url, category, message)
+                return _failed(url, url, category, message, started=hop.started_at)
             except (ssl.SSLError, OSError) as exc:
-                return _failed(url, url, "connect", str(exc) or type(exc).__name__)
+                return _failed(url, url, "connect", str(exc) or type(exc).__name__, started=hop.started_at)
+        hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
         hop.etag = response.headers.get("etag")

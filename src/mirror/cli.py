@@ -175,7 +175,7 @@ def fetch(
     except KeyboardInterrupt:
         reporter.stop()
         err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     reporter.stop()
     if as_json:
         print(json.dumps(summary.as_dict(), ensure_ascii=False, indent=2))

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import quote, urlsplit
 
 from . import warc

@@ -12,9 +12,10 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 import sqlite_utils
 
@@ -122,7 +123,7 @@ def default_archive_dir() -> Path:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Archive:
@@ -270,7 +271,7 @@ class Archive:
                         "url": result.url,
                         "request_url": a.url,
                         "final_url": a.final_url,
-                        "started_at": datetime.fromtimestamp(a.started_at, timezone.utc).isoformat(timespec="seconds"),
+                        "started_at": datetime.fromtimestamp(a.started_at, UTC).isoformat(timespec="seconds"),
                         "elapsed_ms": int(a.elapsed * 1000),
                         "http_status": a.status,
                         "error": a.error,

@@ -12,9 +12,10 @@ import io
 import os
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO
+from collections.abc import Iterable
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -93,7 +94,7 @@ class CaptureWriter:
     def _current(self) -> BinaryIO:
         if self._file is None:
             self._serial += 1
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+            stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
             self._name = f"{self.prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
             self._file = open(self.dir / self._name, "ab")
             self.opened.append(self._name)
