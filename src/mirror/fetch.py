@@ -8,6 +8,8 @@ soon as it is done, so an interrupted run loses nothing it finished.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import re
 import tempfile
 import time
@@ -19,8 +21,11 @@ from pathlib import Path
 from collections.abc import Callable
 from urllib.parse import quote, urlsplit
 
+from concurrent.futures import ProcessPoolExecutor
+
 from . import warc
 from ._client import Client, Exchange, backoff_delay
+from .extract import Extraction, extract_capture
 from .store import Archive, PageToFetch
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
@@ -54,6 +59,8 @@ class FetchOptions:
     wayback: bool = False
     wayback_api: str = "https://archive.org"
     warc_rotate_bytes: int = warc.DEFAULT_ROTATE_BYTES
+    images: bool = True  # fetch the images an extracted article shows
+    workers: int | None = None  # extraction processes (default: one per core)
 
 
 @dataclass
@@ -65,6 +72,7 @@ class PageResult:
     attempts: list[Exchange]
     source: str = "live"  # or "wayback"
     wayback_timestamp: str | None = None
+    extraction: Extraction | None = None
 
     @property
     def ok(self) -> bool:
@@ -153,6 +161,8 @@ def run(
 
 
 async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None:
+    loop = asyncio.get_running_loop()
+    pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
     client = Client(
         writer,
@@ -168,7 +178,14 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
 
     async def one(page: PageToFetch) -> None:
         result = await fetch_page(client, page, options)
-        archive.record_fetch(result, was_archived=page.archived)
+        article = None
+        if result.ok and result.final.status != 304 and result.final.location:
+            # extraction runs in another process while fetching goes on here
+            article = await loop.run_in_executor(
+                pool, safe_extract, str(archive.path), result.final.location, result.final.final_url
+            )
+        archive.record_fetch(result, was_archived=page.archived, extraction=article)
+        result.extraction = article
         summary.done += 1
         summary.statuses[_outcome(result, page)] += 1
         if not result.ok:
@@ -176,22 +193,60 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
         summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
         if on_page:
             on_page(result, summary)
+        if options.images and article is not None and article.status == "archived":
+            await fetch_images(client, archive, options, page.url, article.images)
+
+    async def images_only(url: str, images: list[str]) -> None:
+        await fetch_images(client, archive, options, url, images)
 
     tasks = [asyncio.create_task(one(page)) for page in pages]
+    if options.images:  # images an interrupted run did not finish
+        tasks += [asyncio.create_task(images_only(u, i)) for u, i in archive.pages_missing_images()]
     try:
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         await client.aclose()
         writer.close()
         archive.mark_warcs_closed(writer.opened)
 
 
+def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    """Worker processes for trafilatura; forkserver keeps them free of our threads."""
+    return ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("forkserver"))
+
+
+def safe_extract(archive_dir: str, location: warc.WarcLocation, url: str) -> Extraction:
+    """Extraction never takes the run down: a failure is a page without text."""
+    try:
+        return extract_capture(archive_dir, location, url)
+    except Exception as exc:  # noqa: BLE001
+        return Extraction(status="no_text", kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")
+
+
+async def fetch_images(client: Client, archive: Archive, options: FetchOptions, page_url: str, images: list[str]) -> None:
+    """Capture an article's images with the same politeness and limits as pages."""
+    done = archive.archived_resource_urls()
+    for image in images:
+        if image in done:
+            continue
+        for attempt in range(options.retries + 1):
+            exchange = await client.get(image)
+            if not exchange.retryable or attempt == options.retries:
+                break
+            await asyncio.sleep(backoff_delay(attempt, options.backoff, exchange.retry_after, options.retry_after_cap))
+        archive.record_resource(page_url, exchange)
+    archive.mark_resources_done(page_url)
+
+
 def _outcome(result: PageResult, page: PageToFetch) -> str:
     if result.ok:
-        return "unchanged" if result.final.status == 304 else "archived"
+        if result.final.status == 304:
+            return "unchanged"
+        return result.extraction.status if result.extraction else "archived"
     return "gone" if page.archived else "failed"
 
 

@@ -19,10 +19,12 @@ from collections.abc import Iterator
 
 import sqlite_utils
 
-from . import urls
+from . import search, urls, warc
 from .seeds import COMMAND_LINE, Inventory, Link
 
 if TYPE_CHECKING:
+    from ._client import Exchange
+    from .extract import Extraction
     from .fetch import PageResult
 
 __all__ = [
@@ -72,6 +74,38 @@ PAGES_COLUMNS = {
     "source": str,  # live or wayback
     "wayback_timestamp": str,
     "gone_since": str,  # first time an archived page failed or vanished
+    # extraction
+    "kind": str,  # html, pdf, text, other
+    "title": str,
+    "author": str,
+    "date": str,
+    "sitename": str,
+    "description": str,
+    "language": str,
+    "tags": str,
+    "text": str,
+    "markdown": str,
+    "word_count": int,
+    "images": str,  # JSON list of the article's image URLs
+    "extracted_at": str,
+    "resources_at": str,  # when the article's images were all fetched
+}
+EXTRACTED_COLUMNS = (
+    "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images"
+)
+# Images and other resources an article shows, captured in the WARC files.
+RESOURCES_COLUMNS = {
+    "page_url": str,
+    "url": str,
+    "status": str,  # archived or failed
+    "http_status": int,
+    "content_type": str,
+    "error": str,
+    "error_message": str,
+    "warc_file": str,
+    "warc_offset": int,
+    "warc_length": int,
+    "fetched_at": str,
 }
 # One row per request chain: the history of every page.
 ATTEMPTS_COLUMNS = {
@@ -168,6 +202,9 @@ class Archive:
             _ensure_table(self.db["seeds"], SEEDS_COLUMNS, pk="seed")
             _ensure_table(self.db["attempts"], ATTEMPTS_COLUMNS, pk="id")
             _ensure_table(self.db["warc_files"], WARC_FILES_COLUMNS, pk="file")
+            _ensure_table(self.db["resources"], RESOURCES_COLUMNS, pk=("page_url", "url"))
+            self.db["resources"].create_index(["url"], if_not_exists=True)
+            search.ensure_index(self.db)
             self.db["attempts"].create_index(["url"], if_not_exists=True)
             self.db["links"].create_index(["url"], if_not_exists=True)
             self.db["pages"].create_index(["status"], if_not_exists=True)
@@ -260,8 +297,8 @@ class Archive:
             for row in rows
         ]
 
-    def record_fetch(self, result: PageResult, *, was_archived: bool) -> None:
-        """One page's outcome and its attempts, in one transaction."""
+    def record_fetch(self, result: PageResult, *, was_archived: bool, extraction: Extraction | None = None) -> None:
+        """One page's outcome, its attempts and its article, in one transaction."""
         stamp = now()
         final = result.final
         with self.db.atomic():
@@ -290,7 +327,7 @@ class Archive:
                 update |= {"error": None, "error_message": None, "gone_since": None}
             elif final.ok:
                 update |= {
-                    "status": "archived",
+                    "status": extraction.status if extraction else "archived",
                     "http_status": final.status,
                     "final_url": final.final_url,
                     "content_type": final.content_type,
@@ -314,11 +351,79 @@ class Archive:
                 else:
                     update |= {"status": "failed", "http_status": final.status, "final_url": final.final_url}
             self.db["pages"].update(result.url, update)
+            if extraction is not None:
+                self._save_extraction(result.url, extraction)
+
+    def save_extraction(self, url: str, extraction: Extraction) -> None:
+        """Store a (re-)extraction of a captured page and re-index it."""
+        with self.db.atomic():
+            self.db["pages"].update(url, {"status": extraction.status})
+            self._save_extraction(url, extraction)
+
+    def _save_extraction(self, url: str, extraction: Extraction) -> None:
+        row = extraction.as_row()
+        values = {column: row[column] for column in EXTRACTED_COLUMNS}
+        self.db["pages"].update(url, {**values, "extracted_at": now()})
+        self.db.execute(f"delete from {search.FTS_TABLE} where url = ?", [url])
+        if extraction.status == "archived":
+            self.db[search.FTS_TABLE].insert(search.index_row(url, row))
+
+    def rebuild_index(self) -> int:
+        """Re-create the search index from the pages table; returns pages indexed."""
+        with self.db.atomic():
+            self.db.execute(f"drop table if exists {search.FTS_TABLE}")
+            search.ensure_index(self.db)
+            rows = self.db.query(
+                f"select url, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
+            )
+            count = 0
+            for row in rows:
+                self.db[search.FTS_TABLE].insert(search.index_row(row["url"], row))
+                count += 1
+        return count
+
+    def captured_pages(self) -> list[tuple[str, str, warc.WarcLocation]]:
+        """(url, final_url, capture) of every page with a saved copy."""
+        rows = self.db.query(
+            "select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url"
+        )
+        return [(r["url"], r["final_url"] or r["url"], warc.WarcLocation(r["warc_file"], r["warc_offset"], r["warc_length"])) for r in rows]
+
+    def pages_missing_images(self) -> list[tuple[str, list[str]]]:
+        rows = self.db.query(
+            "select url, images from pages where status = 'archived' and images is not null and resources_at is null"
+        )
+        return [(r["url"], json.loads(r["images"])) for r in rows]
+
+    def archived_resource_urls(self) -> set[str]:
+        return {r["url"] for r in self.db.query("select distinct url from resources where status = 'archived'")}
+
+    def record_resource(self, page_url: str, exchange: Exchange) -> None:
+        loc = exchange.location if exchange.ok else None
+        with self.db.atomic():
+            self.db["resources"].upsert(
+                {
+                    "page_url": page_url,
+                    "url": exchange.url,
+                    "status": "archived" if exchange.ok else "failed",
+                    "http_status": exchange.status,
+                    "content_type": exchange.content_type,
+                    "error": exchange.error,
+                    "error_message": exchange.message,
+                    "warc_file": loc.file if loc else None,
+                    "warc_offset": loc.offset if loc else None,
+                    "warc_length": loc.length if loc else None,
+                    "fetched_at": now(),
+                },
+                pk=("page_url", "url"),
+            )
+
+    def mark_resources_done(self, page_url: str) -> None:
+        with self.db.atomic():
+            self.db["pages"].update(page_url, {"resources_at": now()})
 
     def repair_warcs(self) -> list[tuple[Path, int]]:
         """Check WARC files a crashed run left open; cut truncated tails."""
-        from . import warc
-
         folder = self.path / warc.WARC_DIR
         if not folder.is_dir():
             return []

@@ -1,0 +1,257 @@
+"""Captured bytes -> article: text, Markdown and metadata (trafilatura, pypdf).
+
+Runs in worker processes: `extract_capture` reads its record from the WARC
+file itself, so only a file offset crosses the process boundary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin
+
+from .warc import WarcLocation, read_payload
+
+__all__ = ["Extraction", "count_words", "decode_html", "extract", "extract_capture"]
+
+MIN_WORDS = 30  # fewer than this and a page has no article to read
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+_HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
+_LAZY_IMG = re.compile(r"<img\b[^>]*>", re.I)
+_LAZY_ATTR = re.compile(r"""\sdata-(?:src|original|actualsrc|lazy-src)\s*=\s*("[^"]*"|'[^']*')""", re.I)
+_SRC_ATTR = re.compile(r"""\ssrc\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.I)
+_IMAGE_EXT = re.compile(r"\.(avif|bmp|gif|ico|jpe?g|png|svg|tiff?|webp)([?#][^/]*)?$", re.I)
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
+
+logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+
+
+@dataclass
+class Extraction:
+    status: str  # archived (there is text to read) or no_text
+    kind: str  # html, pdf, text, other
+    title: str | None = None
+    author: str | None = None
+    date: str | None = None
+    sitename: str | None = None
+    description: str | None = None
+    language: str | None = None
+    tags: str | None = None
+    text: str | None = None
+    markdown: str | None = None
+    word_count: int = 0
+    images: list[str] = field(default_factory=list)  # absolute URLs the article shows
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        row["images"] = json.dumps(self.images) if self.images else None
+        return row
+
+
+def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str) -> Extraction:
+    """Extract the response record at `location` (what a pool worker runs)."""
+    headers, body = read_payload(Path(archive_dir), location)
+    return extract(body, url, headers.get_header("Content-Type"))
+
+
+def extract(body: bytes, url: str, content_type: str | None = None) -> Extraction:
+    kind = _kind(body, content_type)
+    if kind == "pdf":
+        return _extract_pdf(body)
+    if kind == "text":
+        text = decode_html(body, content_type).strip()
+        return _finish(Extraction(status="archived", kind="text", text=text, markdown=text))
+    if kind == "html":
+        return _extract_html(body, url, content_type)
+    return Extraction(status="no_text", kind="other")
+
+
+def decode_html(body: bytes, content_type: str | None = None) -> str:
+    """Decode without mojibake: UTF-8 if valid, else the declared charset, else detection.
+
+    Headers and <meta charset> are often wrong (UTF-8 bytes labelled gb2312,
+    GBK bytes labelled UTF-8), so a declaration only counts if it decodes
+    the bytes cleanly. GB2312 and GBK are read as their superset GB18030.
+    """
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    declared = []
+    if content_type and "charset=" in content_type.lower():
+        declared.append(content_type.lower().split("charset=")[-1].split(";")[0].strip(" \"'"))
+    match = _META_CHARSET.search(body[:4096])
+    if match:
+        declared.append(match[1].decode("ascii", "ignore").lower())
+    for charset in declared:
+        charset = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}.get(charset, charset)
+        try:
+            return body.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    from trafilatura.utils import decode_file
+
+    return decode_file(body)
+
+
+def count_words(text: str) -> int:
+    """Han, kana and Hangul characters each count as a word; Latin words as one."""
+    return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
+
+
+def _kind(body: bytes, content_type: str | None) -> str:
+    ctype = (content_type or "").lower()
+    if "pdf" in ctype or body[:5] == b"%PDF-":
+        return "pdf"
+    if any(t in ctype for t in ("html", "xml")):
+        return "html"
+    if ctype.startswith("text/plain"):
+        return "text"
+    if not ctype:
+        head = body[:1024].lstrip().lower()
+        return "html" if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<head", b"<body")) else "other"
+    return "other"
+
+
+def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
+    from trafilatura import bare_extraction, extract_metadata
+    from trafilatura.core import determine_returnstring
+    from trafilatura.settings import Extractor
+    from trafilatura.xml import xmltotxt
+
+    html = _unlazy_images(decode_html(body, content_type))
+    options = Extractor(
+        output_format="markdown", formatting=True, links=True, images=True, tables=True, comments=False, with_metadata=True, url=url
+    )
+    try:
+        document = bare_extraction(html, url=url, options=options)
+    except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
+        document = None
+    has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
+    if not has_text:
+        meta = None
+        try:
+            meta = extract_metadata(html, default_url=url)
+        except Exception:  # noqa: BLE001
+            pass
+        return Extraction(
+            status="no_text",
+            kind="html",
+            title=getattr(meta, "title", None) or _html_title(html),
+            description=getattr(meta, "description", None),
+            sitename=getattr(meta, "sitename", None),
+            language=_language(html, ""),
+        )
+    options.with_metadata = False
+    markdown = determine_returnstring(document, options).strip()
+    text = xmltotxt(document.body, False).strip()
+    tags = [*(document.tags or []), *(document.categories or [])]
+    result = Extraction(
+        status="archived",
+        kind="html",
+        title=document.title or _html_title(html),
+        author=document.author,
+        date=document.date,
+        sitename=document.sitename,
+        description=document.description,
+        language=_language(html, text),
+        tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
+        text=text,
+        markdown=markdown,
+        images=_images(markdown, url),
+    )
+    return _finish(result)
+
+
+def _extract_pdf(body: bytes) -> Extraction:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(body))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = reader.metadata or {}
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError):
+        return Extraction(status="no_text", kind="pdf")
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    title = (getattr(info, "title", None) or "").strip() or first_line
+    result = Extraction(
+        status="archived",
+        kind="pdf",
+        title=title,
+        author=(getattr(info, "author", None) or "").strip() or None,
+        text=text,
+        markdown=text,
+        language=_language("", text),
+    )
+    return _finish(result)
+
+
+def _finish(result: Extraction) -> Extraction:
+    result.word_count = count_words(result.text or "")
+    if result.word_count < MIN_WORDS:
+        result.status = "no_text"
+    return result
+
+
+def _unlazy_images(html: str) -> str:
+    """WeChat and zhihu keep the real image in data-src / data-original.
+
+    trafilatura keeps only images whose URL ends like an image file, so an
+    extension-less URL (WeChat's `.../640?wx_fmt=png`) gets a `#.png`
+    fragment, which no server ever sees.
+    """
+
+    def fix(match: re.Match) -> str:
+        tag = match[0]
+        lazy = _LAZY_ATTR.search(tag)
+        if lazy:
+            tag = _SRC_ATTR.sub(" data-placeholder-src=\\1", tag, count=1)
+            tag = tag.replace(lazy[0], f" src={lazy[1]}", 1)
+        src = _SRC_ATTR.search(tag)
+        if src:
+            url = src[1].strip("\"'")
+            if url.startswith(("http", "/")) and "#" not in url and not _IMAGE_EXT.search(url):
+                fmt = re.search(r"wx_fmt=(\w+)", url)
+                ext = {"jpeg": "jpg"}.get(fmt[1], fmt[1]) if fmt else "jpg"
+                tag = tag.replace(src[0], f' src="{url}#.{ext}"', 1)
+        return tag
+
+    return _LAZY_IMG.sub(fix, html)
+
+
+def _images(markdown: str, base: str) -> list[str]:
+    found = []
+    for src in _MD_IMAGE.findall(markdown):
+        absolute = urldefrag(urljoin(base, src)).url
+        if absolute.startswith(("http://", "https://")) and absolute not in found:
+            found.append(absolute)
+    return found
+
+
+def _language(html: str, text: str) -> str | None:
+    if text:
+        sample = text[:5000]
+        cjk = len(_CJK.findall(sample))
+        if cjk >= 10 and cjk >= 0.1 * len("".join(sample.split())):
+            return "ja" if len(_KANA.findall(sample)) > cjk * 0.1 else "zh"
+    match = _HTML_LANG.search(html[:4096])
+    if match:
+        return match[1].lower()
+    if text and len(_LATIN_WORD.findall(text[:5000])) >= 20:
+        return "en"
+    return None
+
+
+def _html_title(html: str) -> str | None:
+    match = re.search(r"<title[^>]*>(.*?)</title>", html[:20000], re.I | re.S)
+    return " ".join(match[1].split()) or None if match else None
