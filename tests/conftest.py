@@ -64,3 +64,42 @@ def web2():
 
     with HostileServer("127.0.0.2") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def corpus_server():
+    """../shared/corpus served as static files on 127.0.0.1 (no charset in Content-Type)."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"real-page corpus not found at {CORPUS}: these tests need ../shared/corpus beside the repo")
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(CORPUS)))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def corpus_archive(corpus_server, tmp_path_factory):
+    """An archive fetched from real saved pages: all Chinese news/WeChat pages, 40 English ones."""
+    from mirror.fetch import FetchOptions, run
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    pages = sorted(CORPUS.glob("gne-zh/tests/*/*.html"))
+    pages += sorted(CORPUS.glob("readability/test-pages/*/source.html"))[:40]
+    urls = [f"{corpus_server}/{p.relative_to(CORPUS).as_posix()}" for p in pages]
+    folder = tmp_path_factory.mktemp("corpus") / "archive"
+    with Archive(folder) as archive, archive.lock():
+        archive.record_inventory(links_from_urls(urls))
+        run(archive, FetchOptions(delay=0, per_host=8, retries=0, images=False, workers=2))
+    return folder

@@ -51,6 +51,7 @@ class Recorder:
         self.starts: list[tuple[str, float]] = []
         self.finishes: list[tuple[str, float]] = []
         self.gone: set[str] = set()  # paths that now answer 404
+        self.pages: dict[str, tuple[int, dict[str, str], bytes]] = {}  # fixtures a test adds
 
     def enter(self, path: str) -> int:
         with self.lock:
@@ -85,6 +86,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path in rec.gone:
                 return self.send(404, b"gone now")
+            if path in rec.pages:
+                status, headers, body = rec.pages[path]
+                return self.send(status, body, headers, content_type=headers.get("Content-Type", "text/html"))
             route = ROUTES.get(path) or next((f for p, f in PREFIX_ROUTES if path.startswith(p)), None)
             if route is None:
                 return self.send(404, b"<html><title>404</title>not here</html>")
@@ -94,9 +98,10 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             rec.leave(path)
 
-    def send(self, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str = "text/html; charset=utf-8") -> None:
+    def send(self, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str | None = "text/html; charset=utf-8") -> None:
         self.send_response(status)
         headers = {"Content-Type": content_type, **(headers or {})}
+        headers = {k: v for k, v in headers.items() if v is not None}
         for key, value in headers.items():
             self.send_header(key, value)
         if "Content-Length" not in headers:
@@ -272,6 +277,11 @@ class HostileServer(ThreadingHTTPServer):
 
     def url(self, path: str) -> str:
         return f"http://{self.host}:{self.port}{path}"
+
+    def add(self, path: str, body: bytes, content_type: str | None = "text/html", status: int = 200, **headers: str) -> str:
+        """Serve `body` at `path` (Content-Type None sends no such header); returns its URL."""
+        self.recorder.pages[path] = (status, {"Content-Type": content_type, **headers}, body)
+        return self.url(path)
 
     def __enter__(self) -> HostileServer:
         self._thread.start()

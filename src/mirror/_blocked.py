@@ -16,7 +16,8 @@ _CHALLENGES = [
 ]
 _LOGIN_PATH = re.compile(r"/(signin|sign_in|sign-in|login|logon|passport|account/login)\b", re.I)
 _PASSWORD_FORM = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
-_LOGIN_WORDS = re.compile(r"(sign in|log in|登录|登錄|请先登录|扫码登录)", re.I)
+_LOGIN_WORDS = re.compile(r"(sign ?in|log ?in|登录|登錄|请先登录|扫码登录|账号)", re.I)
+_TITLE = re.compile(r"<title[^>]*>([^<]{0,200})</title>", re.I)
 
 
 def blocked_reason(status: int, final_url: str, original_url: str, head: str) -> str | None:
@@ -34,11 +35,8 @@ def blocked_reason(status: int, final_url: str, original_url: str, head: str) ->
     redirected_to_login = final_url != original_url and _LOGIN_PATH.search(urlsplit(final_url).path or "")
     if redirected_to_login and not _LOGIN_PATH.search(urlsplit(original_url).path or ""):
         return "redirected to a sign-in page"
-    if status == 200 and _PASSWORD_FORM.search(head) and _LOGIN_WORDS.search(head) and _visible_text_length(head) < 3000:
+    # Many articles carry a login box in their header; a wall is a page *about* signing in.
+    title = _TITLE.search(head)
+    if status == 200 and _PASSWORD_FORM.search(head) and title and _LOGIN_WORDS.search(title[1]):
         return "sign-in wall (a password form instead of the article)"
     return None
-
-
-def _visible_text_length(html: str) -> int:
-    html = re.sub(r"(?is)<(script|style)[^>]*>.*?</\1>", " ", html)
-    return len(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip())

@@ -130,6 +130,8 @@ def fetch(
     refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
     wayback: Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")] = False,
     wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
+    images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Update the inventory, then fetch every pending page into WARC captures."""
@@ -157,6 +159,8 @@ def fetch(
         refresh=refresh,
         wayback=wayback,
         wayback_api=wayback_api,
+        images=images,
+        workers=workers,
     )
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
@@ -181,3 +185,95 @@ def fetch(
         print(json.dumps(summary.as_dict(), ensure_ascii=False, indent=2))
     else:
         err.print(summary_table(summary))
+
+
+@app.command()
+def reindex(
+    archive: ArchiveDir = Path("archive"),
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+) -> None:
+    """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
+    from .extract import reindex as run_reindex
+
+    try:
+        with Archive(archive, create=False) as store, store.lock():
+            counts = run_reindex(store, workers=workers)
+    except ArchiveError as exc:
+        fail(str(exc))
+    err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
+
+
+@app.command("search")
+def search_command(
+    query: Annotated[str, typer.Argument(help="Words (all must match), \"a phrase\", prefix*; Chinese works.")],
+    archive: ArchiveDir = Path("archive"),
+    limit: Annotated[int, typer.Option(min=1, help="At most this many hits.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON array.")] = False,
+    site: Annotated[str | None, typer.Option(help="Only pages from this host or site name.")] = None,
+    seed: Annotated[str | None, typer.Option(help="Only pages linked from this seed file.")] = None,
+    section: Annotated[str | None, typer.Option(help="Only pages linked under this section.")] = None,
+) -> None:
+    """Full-text search across saved articles, ranked (title above body)."""
+    from rich.markup import escape
+
+    from .search import search
+
+    try:
+        with Archive(archive, create=False) as store:
+            hits = search(store.db, query, limit=limit, site=site, seed=seed, section=section)
+    except ArchiveError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        err.print(f"no saved article matches {query!r}")
+        return
+    for n, hit in enumerate(hits, 1):
+        snippet = escape(hit.as_dict(("\x02", "\x03"))["snippet"]).replace("\x02", "[bold yellow]").replace("\x03", "[/]")
+        out.print(f"[bold]{n}. {escape(hit.title or hit.url)}[/]")
+        out.print(f"   [cyan]{escape(hit.url)}[/]  {escape(hit.sitename or '')} {escape(hit.date or '')}".rstrip())
+        out.print(f"   {snippet}\n")
+
+
+@app.command()
+def show(
+    page: Annotated[str, typer.Argument(help="A page's URL (as written or normalized) or its rowid.")],
+    archive: ArchiveDir = Path("archive"),
+) -> None:
+    """Show a saved article as Markdown, with its metadata and where it came from."""
+    from rich.markdown import Markdown
+    from rich.markup import escape
+
+    from .urls import normalize
+
+    try:
+        with Archive(archive, create=False) as store:
+            rows = list(
+                store.db.query(
+                    "select rowid, * from pages where url = ? or url = ? or rowid = ? or final_url = ?",
+                    [page, normalize(page), page if page.isdigit() else -1, page],
+                )
+            )
+            if not rows:
+                fail(f"{page}: no such page in {archive / 'mirror.db'}", code=1)
+            row = rows[0]
+            origins = list(store.db.query("select seed, line, section, title from links where url = ? order by seed, line", [row["url"]]))
+    except ArchiveError as exc:
+        fail(str(exc))
+    out.print(f"[bold]{escape(row['title'] or row['url'])}[/]")
+    facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
+             ("date", row["date"]), ("language", row["language"]), ("captured", row["fetched_at"]), ("error", row["error_message"])]
+    for name, value in facts:
+        if value:
+            out.print(f"[dim]{name}:[/] {escape(str(value))}")
+    for origin in origins:
+        where = f"{origin['seed']}:{origin['line']}" + (f" ({origin['section']})" if origin["section"] else "")
+        out.print(f"[dim]from:[/] {escape(where)}")
+    out.print()
+    if row["markdown"]:
+        out.print(Markdown(row["markdown"]))
+    elif row["description"]:
+        out.print(escape(row["description"]))
+    else:
+        out.print("[dim](no article text saved for this page)[/]")

@@ -255,3 +255,26 @@ def _language(html: str, text: str) -> str | None:
 def _html_title(html: str) -> str | None:
     match = re.search(r"<title[^>]*>(.*?)</title>", html[:20000], re.I | re.S)
     return " ".join(match[1].split()) or None if match else None
+
+
+def reindex(archive, workers: int | None = None, on_page=None) -> dict[str, int]:
+    """Re-extract every captured page from its WARC record (no network), then rebuild search.
+
+    Returns counts by resulting status.
+    """
+    from collections import Counter
+
+    from .fetch import extraction_pool, safe_extract
+
+    counts: Counter = Counter()
+    pages = archive.captured_pages()
+    with extraction_pool(workers) as pool:
+        futures = [(url, pool.submit(safe_extract, str(archive.path), location, final)) for url, final, location in pages]
+        for url, future in futures:
+            extraction = future.result()
+            archive.save_extraction(url, extraction)
+            counts[extraction.status] += 1
+            if on_page:
+                on_page(url, extraction)
+    counts["indexed"] = archive.rebuild_index()
+    return dict(counts)

@@ -1,0 +1,184 @@
+"""Extraction inside `mirror fetch`: encodings, PDFs, pages without text, images, reindex."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlite_utils
+
+from mirror.extract import count_words, decode_html, extract
+from mirror.fetch import FetchOptions, run
+from mirror.seeds import links_from_urls
+from mirror.store import Archive
+
+FAST = dict(delay=0.0, timeout=10.0, retries=0, backoff=0.05, workers=2)
+
+ZH_ARTICLE = """<!DOCTYPE html><html><head>{meta}<title>显存优化实战</title></head><body>
+<article><h1>显存优化实战</h1>
+<p>大模型训练时，显存往往是最紧张的资源。本文介绍激活重计算、混合精度和零冗余优化器三种办法。</p>
+<p>激活重计算用计算换显存：前向时不保存中间结果，反向时重新计算。混合精度让参数和梯度以半精度存储。</p>
+<p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
+</article></body></html>"""
+
+
+def fetch(tmp_path, urls, **options):
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls(urls))
+        summary = run(archive, FetchOptions(**{**FAST, **options}))
+    return sqlite_utils.Database(tmp_path / "archive" / "mirror.db"), summary
+
+
+def make_pdf(title: str, lines: list[str]) -> bytes:
+    """A small valid PDF with one page of Helvetica text and an Info title."""
+    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({line}) Tj 0 -16 Td" for line in lines) + " ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) /Author (Tri Dao) >>",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("content_type", "meta"),
+    [
+        ("text/html; charset=gb18030", ""),  # correct header
+        ("text/html", '<meta charset="gbk">'),  # only <meta>
+        ("text/html; charset=utf-8", '<meta http-equiv="Content-Type" content="text/html; charset=gb2312">'),  # header lies
+        ("text/html", ""),  # no charset anywhere
+        (None, ""),  # no Content-Type at all
+    ],
+)
+def test_gb18030_pages_never_turn_into_mojibake(tmp_path, web, content_type, meta):
+    body = ZH_ARTICLE.format(meta=meta).encode("gb18030")
+    url = web.add("/gbk", body, content_type=content_type)
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    assert row["status"] == "archived"
+    assert row["title"] == "显存优化实战"
+    assert "激活重计算用计算换显存" in row["text"]
+    assert row["language"] == "zh"
+    assert "\ufffd" not in row["text"]
+
+
+def test_utf8_bytes_labelled_gb2312_stay_utf8():
+    body = ZH_ARTICLE.format(meta='<meta charset="gb2312">').encode("utf-8")
+    assert "激活重计算" in decode_html(body, "text/html; charset=gb2312")
+
+
+def test_markdown_keeps_structure(tmp_path, web):
+    page = """<html><head><title>Notes</title></head><body><article><h1>Notes</h1>
+    <h2>Tiling</h2><p>FlashAttention splits the attention matrix into tiles that fit in SRAM, so that the
+    softmax can be computed block by block without writing the whole matrix to memory.</p>
+    <ul><li>first point about tiles</li><li>second point about recomputation</li></ul>
+    <pre><code>def attention(q, k, v):\n    return softmax(q @ k.T) @ v</code></pre>
+    <table><tr><th>method</th><th>memory</th></tr><tr><td>standard</td><td>quadratic</td></tr></table>
+    <p>See <a href="https://arxiv.org/abs/2205.14135">the paper</a> for the proof and more experiments
+    on long sequences, where the savings are largest.</p><p><img src="/fig1.png" alt="tiling diagram"></p>
+    </article></body></html>"""
+    url = web.add("/notes", page.encode())
+    web.add("/fig1.png", b"\x89PNG\r\n\x1a\nfake", content_type="image/png")
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    md = row["markdown"]
+    assert "## Tiling" in md
+    assert "- first point about tiles" in md
+    assert "```" in md and "softmax(q @ k.T)" in md
+    assert "| method | memory |" in md
+    assert "[the paper](https://arxiv.org/abs/2205.14135)" in md
+    assert f"![tiling diagram]({web.url('/fig1.png')})" in md
+    assert row["word_count"] == count_words(row["text"])
+
+
+def test_article_images_are_captured(tmp_path, web):
+    page = ZH_ARTICLE.format(meta="").replace(
+        "</article>",
+        '<p><img src="/img/a.png"></p><p><img data-src="/img/b?wx_fmt=png" src="data:image/gif;base64,R0lGOD"></p></article>',
+    )
+    url = web.add("/with-images", page.encode())
+    web.add("/img/a.png", b"\x89PNG\r\n\x1a\nA", content_type="image/png")
+    web.add("/img/b", b"\x89PNG\r\n\x1a\nB", content_type="image/png")
+    db, _ = fetch(tmp_path, [url])
+    resources = {r["url"]: r for r in db["resources"].rows}
+    assert set(resources) == {web.url("/img/a.png"), web.url("/img/b?wx_fmt=png")}
+    assert {r["status"] for r in resources.values()} == {"archived"}
+    assert all(r["page_url"] == url and r["warc_file"] for r in resources.values())
+    assert db["pages"].get(url)["resources_at"]
+
+
+def test_no_images_option(tmp_path, web):
+    page = ZH_ARTICLE.format(meta="").replace("</article>", '<p><img src="/img/a.png"></p></article>')
+    url = web.add("/with-image", page.encode())
+    web.add("/img/a.png", b"\x89PNG\r\n\x1a\nA", content_type="image/png")
+    db, _ = fetch(tmp_path, [url], images=False)
+    assert db["resources"].count == 0
+    assert web.recorder.hits["/img/a.png"] == 0
+
+
+def test_pdf_text_and_title(tmp_path, web):
+    lines = [f"Line {i}: FlashAttention is an IO-aware exact attention algorithm using tiling." for i in range(6)]
+    url = web.add("/paper.pdf", make_pdf("FlashAttention-3", lines), content_type="application/pdf")
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    assert row["status"] == "archived" and row["kind"] == "pdf"
+    assert row["title"] == "FlashAttention-3" and row["author"] == "Tri Dao"
+    assert "IO-aware exact attention" in row["text"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "content_type"),
+    [
+        ("/video", b"<html><head><title>Video: attention explained</title><meta name='description' content='A talk'></head>"
+         b"<body><video src='/v.mp4'></video></body></html>", "text/html"),
+        ("/data.json", b'{"items": [1, 2, 3]}', "application/json"),
+        ("/pic.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png"),
+    ],
+)
+def test_pages_without_text_are_no_text_with_metadata(tmp_path, web, path, body, content_type):
+    url = web.add(path, body, content_type=content_type)
+    db, summary = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    assert row["status"] == "no_text"
+    assert row["warc_file"]  # the capture is still kept
+    if path == "/video":
+        assert row["title"] == "Video: attention explained"
+        assert row["description"] == "A talk"
+    assert summary.statuses["no_text"] == 1
+    assert db.execute("select count(*) from pages_fts").fetchone()[0] == 0
+
+
+def test_reindex_rebuilds_from_warc_without_network(tmp_path, web, cli):
+    url = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
+    db, _ = fetch(tmp_path, [url])
+    db.execute("update pages set text = null, markdown = null, title = null where url = ?", [url])
+    db.execute("delete from pages_fts")
+    db.conn.commit()
+    web.shutdown()  # no network from here on
+    result = cli("reindex", "--archive", str(tmp_path / "archive"))
+    assert result.exit_code == 0, result.output
+    row = db["pages"].get(url)
+    assert row["title"] == "显存优化实战" and "零冗余优化器" in row["text"]
+    hits = cli("search", "显存", "--json", "--archive", str(tmp_path / "archive"))
+    assert [h["url"] for h in json.loads(hits.stdout)] == [url]
+
+
+def test_extract_never_raises_on_garbage():
+    for body in (b"", b"\0\1\2", b"<html>", "<p>文字</p>".encode("utf-16"), b"%PDF-1.4 broken"):
+        assert extract(body, "https://example.com/", None).status in ("archived", "no_text")
+
+
+def test_count_words_mixes_han_and_latin():
+    assert count_words("FlashAttention 通过分块 reduces memory") == 3 + 4
