@@ -90,13 +90,15 @@ def corpus_server():
 
 @pytest.fixture(scope="session")
 def corpus_archive(corpus_server, tmp_path_factory):
-    """An archive fetched from real saved pages: all Chinese news/WeChat pages, 40 English ones."""
+    """An archive fetched from real saved pages: Chinese news and WeChat, Japanese, 40 English ones."""
     from mirror.fetch import FetchOptions, run
     from mirror.seeds import links_from_urls
     from mirror.store import Archive
 
     pages = sorted(CORPUS.glob("gne-zh/tests/*/*.html"))
-    pages += sorted(CORPUS.glob("readability/test-pages/*/source.html"))[:40]
+    english = sorted(CORPUS.glob("readability/test-pages/*/source.html"))[:40]
+    asian = [CORPUS / f"readability/test-pages/{name}/source.html" for name in ("yahoo-4", "hukumusume", "gmw", "youth", "pixnet", "qq")]
+    pages += english + [p for p in asian if p.exists() and p not in english]
     urls = [f"{corpus_server}/{p.relative_to(CORPUS).as_posix()}" for p in pages]
     folder = tmp_path_factory.mktemp("corpus") / "archive"
     with Archive(folder) as archive, archive.lock():

@@ -1,0 +1,184 @@
+"""Search: every query's hits compared exactly with a brute-force scan of the stored texts."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import pytest
+import sqlite_utils
+
+from mirror.search import BARRIER, FTS_COLUMNS, ZWSP, build_match, desegment, search, segment
+
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+TOKEN = re.compile(rf"[{CJK}]|(?:(?![{CJK}])[^\W_])+")
+CJK_ONLY = re.compile(rf"^[{CJK}]+$")
+
+
+def fold(token: str) -> str:
+    """Case and Latin diacritics, as unicode61 remove_diacritics folds them (kana keep theirs)."""
+    if re.match(f"[{CJK}]", token):
+        return token
+    return "".join(c for c in unicodedata.normalize("NFD", token.lower()) if unicodedata.category(c) != "Mn")
+
+
+def tokens(text: str) -> list[str]:
+    return [fold(t) for t in TOKEN.findall(text)]
+
+
+def contains_sequence(haystack: list[str], needle: list[str], prefix: bool) -> bool:
+    n = len(needle)
+    for i in range(len(haystack) - n + 1):
+        window = haystack[i : i + n]
+        if window[:-1] == needle[:-1] and (window[-1].startswith(needle[-1]) if prefix else window[-1] == needle[-1]):
+            return True
+    return False
+
+
+def brute_force(docs: dict[str, list[str]], query: str) -> set[str]:
+    """Pages whose title, text, author or sitename contain every term of `query`.
+
+    A Chinese/Japanese word is a plain substring; other words are whole
+    tokens (case-insensitive), `word*` a token prefix, "a phrase" consecutive
+    tokens. Zero-width spaces and U+E000 in stored texts are ignored.
+    """
+    terms = []
+    for piece in re.split(r'("[^"]*")', query):
+        if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2:
+            words = [piece[1:-1]]
+            phrase = True
+        else:
+            words = piece.replace('"', " ").split()
+            phrase = False
+        for word in words:
+            prefix = word.endswith("*") and not phrase
+            toks = tokens(word)
+            if not toks:
+                continue
+            joined = "".join(toks)
+            if CJK_ONLY.match(joined) and all(len(t) == 1 for t in toks):
+                terms.append(("substring", joined, False))
+            else:
+                terms.append(("tokens", toks, prefix and not CJK_ONLY.match(toks[-1])))
+    if not terms:
+        return set()
+    hits = set()
+    for url, columns in docs.items():
+        clean = [c.replace(ZWSP, "").replace(BARRIER, "") for c in columns]
+        columns_tokens = None
+        ok = True
+        for kind, value, prefix in terms:
+            if kind == "substring":
+                found = any(value in c for c in clean)
+            else:
+                columns_tokens = columns_tokens or [tokens(c) for c in clean]
+                found = any(contains_sequence(ct, value, prefix) for ct in columns_tokens)
+            if not found:
+                ok = False
+                break
+        if ok:
+            hits.add(url)
+    return hits
+
+
+@pytest.fixture(scope="module")
+def corpus_db(corpus_archive):
+    return sqlite_utils.Database(corpus_archive / "mirror.db")
+
+
+@pytest.fixture(scope="module")
+def docs(corpus_db):
+    rows = corpus_db.query(f"select url, {', '.join(FTS_COLUMNS)} from pages where status = 'archived'")
+    return {r["url"]: [r[c] or "" for c in FTS_COLUMNS] for r in rows}
+
+
+QUERIES = [
+    # Chinese: 1, 2, 3 and 4 characters, common and rare, and absent
+    "的", "股", "鞠", "记者", "手机", "延迟", "显存", "互联网", "工程师", "人工智能", "新冠肺炎", "显存优化",
+    # Japanese kana
+    "です",
+    # English: case-insensitive words, prefixes, phrases
+    "the", "Python", "FACEBOOK", "comput*", "Face*", '"machine learning"', '"open source"', '"the first"', '"Twitter Lite"',
+    # mixed: all terms must match
+    "Python 数据", "Facebook 隐私", "Galaxy 三星", "5G 手机",
+    # FTS syntax typed by a person: treated as plain words
+    '"unbalanced', "NEAR", "python NEAR java", "(python", "Megatron-LM", "C++", "-python", "title:python",
+    "AND", "python OR java", "a*b", '"中国"', '"中 国"', "*",
+    # empty
+    "", "   ",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_search_matches_brute_force(corpus_db, docs, query):
+    expected = brute_force(docs, query)
+    got = {hit.url for hit in search(corpus_db, query, limit=100_000)}
+    assert got == expected
+
+
+def test_matrix_is_not_trivial(docs):
+    """The matrix above exercises hits of every kind, not only empty sets."""
+    counts = {q: len(brute_force(docs, q)) for q in QUERIES}
+    for query in ("的", "记者", "互联网", "人工智能", "です", "the", "comput*", '"open source"', '"the first"', "Python 数据"):
+        assert counts[query] > 0, query
+    assert counts["显存优化"] == 0 and counts[""] == 0
+    assert 0 < counts["股"] < counts["的"]
+
+
+def test_two_character_words_are_found_where_trigram_would_fail(corpus_db, docs):
+    for word in ("记者", "手机", "延迟"):
+        hits = {h.url for h in search(corpus_db, word, limit=1000)}
+        assert hits and hits == {u for u, cols in docs.items() if any(word in c for c in cols)}
+
+
+def test_snippets_show_original_text_with_marks(corpus_db):
+    hits = search(corpus_db, "人工智能", limit=5)
+    assert hits
+    for hit in hits:
+        assert ZWSP not in hit.snippet and BARRIER not in hit.snippet
+        marked = hit.as_dict(("<<", ">>"))["snippet"]
+        assert "<<人工智能>>" in marked
+
+
+def test_title_outranks_body(tmp_path):
+    from mirror.extract import Extraction
+    from mirror.store import Archive
+
+    with Archive(tmp_path) as archive:
+        for url, title, text in [
+            ("https://a.example/body", "无关标题", "正文里提到了显存。" + "其他内容。" * 40),
+            ("https://a.example/title", "显存优化", "正文没有那个词。" + "其他内容。" * 40),
+        ]:
+            archive.db["pages"].insert({"url": url, "status": "pending"})
+            archive.save_extraction(url, Extraction(status="archived", kind="html", title=title, text=text, markdown=text))
+        hits = search(archive.db, "显存")
+    assert [h.url for h in hits] == ["https://a.example/title", "https://a.example/body"]
+
+
+def test_cli_and_api_agree(corpus_archive, corpus_db, cli):
+    for query in ("人工智能", "Python 数据", '"machine learning"'):
+        result = cli("search", query, "--json", "--limit", "1000", "--archive", str(corpus_archive))
+        assert result.exit_code == 0
+        cli_urls = [h["url"] for h in json.loads(result.stdout)]
+        assert cli_urls == [h.url for h in search(corpus_db, query, limit=1000)]
+        assert all({"url", "title", "snippet", "score"} <= set(h) for h in json.loads(result.stdout))
+
+
+def test_search_filters(corpus_archive, corpus_db, cli):
+    all_hits = search(corpus_db, "的", limit=1000)
+    site = all_hits[0].url.split("/")[2]
+    assert {h.url for h in search(corpus_db, "的", limit=1000, site=site)} == {h.url for h in all_hits}
+    assert search(corpus_db, "的", site="no.such.site") == []
+    assert search(corpus_db, "的", seed="(command line)", limit=1000)
+    assert search(corpus_db, "的", section="nowhere") == []
+    result = cli("search", "的", "--site", "no.such.site", "--archive", str(corpus_archive))
+    assert result.exit_code == 0 and "no saved article matches" in result.output
+
+
+def test_segment_round_trip():
+    text = "FlashAttention通过分块，减少显存 访问；Ｈello 世界"
+    assert desegment(segment(text)) == text
+    assert build_match("") is None and build_match('" * ( ') is None
+    assert build_match("显存") == '"显 存"'
+    assert build_match("comput*") == '"comput"*'
