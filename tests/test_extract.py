@@ -182,3 +182,20 @@ def test_extract_never_raises_on_garbage():
 
 def test_count_words_mixes_han_and_latin():
     assert count_words("FlashAttention 通过分块 reduces memory") == 3 + 4
+
+
+def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
+    url = web.add("/shown", ZH_ARTICLE.format(meta="").encode())
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "list.md").write_text(f"## 显存\n- [显存优化实战]({url})\n", encoding="utf-8")
+    result = cli("fetch", "--delay", "0", "--workers", "1", "--archive", str(tmp_path / "archive"), str(seeds))
+    assert result.exit_code == 0, result.output
+    shown = cli("show", url, "--archive", str(tmp_path / "archive"))
+    assert shown.exit_code == 0
+    assert "显存优化实战" in shown.stdout and "零冗余优化器" in shown.stdout
+    assert "list.md:2 (显存)" in shown.stdout
+    missing = cli("show", "https://nowhere.example/", "--archive", str(tmp_path / "archive"))
+    assert missing.exit_code == 1 and "no such page" in missing.output
+    no_archive = cli("search", "显存", "--archive", str(tmp_path / "nope"))
+    assert no_archive.exit_code == 1 and "no archive here" in no_archive.output

@@ -20,7 +20,7 @@ app = typer.Typer(
     help="Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.",
 )
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 ArchiveDir = Annotated[
     Path,
