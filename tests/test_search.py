@@ -143,14 +143,15 @@ def test_snippets_show_original_text_with_marks(corpus_db):
 
 def test_title_outranks_body(tmp_path):
     from mirror.extract import Extraction
+    from mirror.seeds import links_from_urls
     from mirror.store import Archive
 
     with Archive(tmp_path) as archive:
+        archive.record_inventory(links_from_urls(["https://a.example/body", "https://a.example/title"]))
         for url, title, text in [
             ("https://a.example/body", "无关标题", "正文里提到了显存。" + "其他内容。" * 40),
             ("https://a.example/title", "显存优化", "正文没有那个词。" + "其他内容。" * 40),
         ]:
-            archive.db["pages"].insert({"url": url, "status": "pending"})
             archive.save_extraction(url, Extraction(status="archived", kind="html", title=title, text=text, markdown=text))
         hits = search(archive.db, "显存")
     assert [h.url for h in hits] == ["https://a.example/title", "https://a.example/body"]

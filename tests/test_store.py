@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -86,3 +87,17 @@ def test_corrupt_database_is_a_clear_error(tmp_path):
     (tmp_path / "mirror.db").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(ArchiveError, match="cannot open database"):
         Archive(tmp_path)
+
+
+def test_pages_carry_ids_hosts_and_where_they_were_linked(tmp_path):
+    with Archive(tmp_path) as archive:
+        archive.record_inventory(read_seeds([SEEDS], base=SEEDS.parent))
+        ids = [r["id"] for r in archive.db.query("select id from pages order by id")]
+        assert ids == list(range(1, len(ids) + 1))
+        again = read_seeds([SEEDS], base=SEEDS.parent)
+        archive.record_inventory(again)
+        assert [r["id"] for r in archive.db.query("select id from pages order by id")] == ids
+        page = archive.db["pages"].get("https://zhuanlan.zhihu.com/p/622212228")  # in seeds 000 and 001
+    assert page["host"] == "zhuanlan.zhihu.com"
+    assert sorted(json.loads(page["seeds"])) == ["seeds/000_26c02b02fc5889ea.txt", "seeds/001_c87ee9bc1dd6a88b.txt"]
+    assert set(json.loads(page["sections"])) == {"Megatron学习", "图解大模型训练系列"}

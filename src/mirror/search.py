@@ -88,6 +88,7 @@ def _quote(tokens: list[str]) -> str:
 
 @dataclass
 class Hit:
+    id: int  # pages.id: the reader view is /-/mirror/page/<id>
     url: str
     title: str | None
     sitename: str | None
@@ -97,6 +98,7 @@ class Hit:
 
     def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> dict:
         return {
+            "id": self.id,
             "url": self.url,
             "title": self.title,
             "sitename": self.sitename,
@@ -134,13 +136,13 @@ def search(
     if section:
         where.append("pages.url in (select url from links where section = :section)")
         params["section"] = section
-    weights = ", ".join(str(w) for w in (0.0, *WEIGHTS))  # url column first, unweighted
+    weights = ", ".join(str(w) for w in WEIGHTS)
     sql = f"""
-        select pages.url, pages.title, pages.sitename, pages.date,
-               snippet({FTS_TABLE}, 2, char(2), char(3), '…', 24) as snippet_text,
-               snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_title,
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date,
+               snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
+               snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title,
                bm25({FTS_TABLE}, {weights}) as rank
-        from {FTS_TABLE} join pages on pages.url = {FTS_TABLE}.url
+        from {FTS_TABLE} join pages on pages.id = {FTS_TABLE}.rowid
         where {' and '.join(where)}
         order by rank
         limit :limit
@@ -150,6 +152,7 @@ def search(
         snippet = row["snippet_text"] if _MARK_START in (row["snippet_text"] or "") else row["snippet_title"]
         hits.append(
             Hit(
+                id=row["id"],
                 url=row["url"],
                 title=row["title"],
                 sitename=row["sitename"],
@@ -167,14 +170,19 @@ def _clean_snippet(snippet: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def index_row(url: str, row: dict) -> dict:
-    """The FTS row for a page: segmented copies of the searchable columns."""
-    return {"url": url, **{column: segment(row.get(column)) for column in FTS_COLUMNS}}
+def index_insert(page_id: int, row: dict) -> tuple[str, list]:
+    """SQL that indexes a page: segmented copies of its searchable columns, rowid = pages.id."""
+    columns = ", ".join(FTS_COLUMNS)
+    marks = ", ".join("?" for _ in FTS_COLUMNS)
+    return (
+        f"insert into {FTS_TABLE} (rowid, {columns}) values (?, {marks})",
+        [page_id, *(segment(row.get(column)) for column in FTS_COLUMNS)],
+    )
 
 
 def ensure_index(db: sqlite_utils.Database) -> None:
     if not db[FTS_TABLE].exists():
         db.execute(
             f"create virtual table {FTS_TABLE} using fts5("
-            f"url unindexed, {', '.join(FTS_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
+            f"{', '.join(FTS_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
         )

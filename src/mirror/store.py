@@ -16,6 +16,7 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import sqlite_utils
 
@@ -53,7 +54,15 @@ LINKS_COLUMNS = {
 # One row per page (normalized URL). Later stages add their own columns.
 PAGES_COLUMNS = {
     "url": str,
+    # what a reader scans first (datasette shows columns in this order)
+    "title": str,
+    "sitename": str,
+    "date": str,
     "status": str,  # pending, archived, no_text, failed, skipped
+    "language": str,
+    "host": str,
+    "seeds": str,  # JSON array of the seed files that link here (for facets)
+    "sections": str,  # JSON array of the sections those links sit in
     "error": str,  # short reason category
     "error_message": str,  # what a person reads
     "candidates": str,  # JSON list of glued-URL repairs
@@ -76,12 +85,8 @@ PAGES_COLUMNS = {
     "gone_since": str,  # first time an archived page failed or vanished
     # extraction
     "kind": str,  # html, pdf, text, other
-    "title": str,
     "author": str,
-    "date": str,
-    "sitename": str,
     "description": str,
-    "language": str,
     "tags": str,
     "text": str,
     "markdown": str,
@@ -89,6 +94,7 @@ PAGES_COLUMNS = {
     "images": str,  # JSON list of the article's image URLs
     "extracted_at": str,
     "resources_at": str,  # when the article's images were all fetched
+    "id": int,  # stable small number: the search index's rowid and reader-view address
 }
 EXTRACTED_COLUMNS = (
     "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images"
@@ -208,6 +214,7 @@ class Archive:
             self.db["attempts"].create_index(["url"], if_not_exists=True)
             self.db["links"].create_index(["url"], if_not_exists=True)
             self.db["pages"].create_index(["status"], if_not_exists=True)
+            self.db["pages"].create_index(["id"], unique=True, if_not_exists=True)
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
@@ -236,7 +243,16 @@ class Archive:
             self.db["links"].upsert_all((_link_row(l) for l in inventory.links), pk=("seed", "line", "col"))
             known = {row["url"] for row in self.db.query("select url from pages")}
             new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
+            next_id = next(self.db.query("select coalesce(max(id), 0) + 1 as n from pages"))["n"]
+            for offset, row in enumerate(new_rows):
+                row["id"] = next_id + offset
             self.db["pages"].insert_all(new_rows, pk="url", ignore=True)
+            self.db.execute(
+                """update pages set
+                     seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
+                     sections = (select json_group_array(distinct section) from links
+                                 where links.url = pages.url and section is not null)"""
+            )
             for url, links in pages.items():
                 candidates = _candidates(links)
                 if url in known and candidates:
@@ -364,9 +380,10 @@ class Archive:
         row = extraction.as_row()
         values = {column: row[column] for column in EXTRACTED_COLUMNS}
         self.db["pages"].update(url, {**values, "extracted_at": now()})
-        self.db.execute(f"delete from {search.FTS_TABLE} where url = ?", [url])
+        page_id = next(self.db.query("select id from pages where url = ?", [url]))["id"]
+        self.db.execute(f"delete from {search.FTS_TABLE} where rowid = ?", [page_id])
         if extraction.status == "archived":
-            self.db[search.FTS_TABLE].insert(search.index_row(url, row))
+            self.db.execute(*search.index_insert(page_id, row))
 
     def rebuild_index(self) -> int:
         """Re-create the search index from the pages table; returns pages indexed."""
@@ -374,11 +391,11 @@ class Archive:
             self.db.execute(f"drop table if exists {search.FTS_TABLE}")
             search.ensure_index(self.db)
             rows = self.db.query(
-                f"select url, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
+                f"select id, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
             )
             count = 0
-            for row in rows:
-                self.db[search.FTS_TABLE].insert(search.index_row(row["url"], row))
+            for row in list(rows):
+                self.db.execute(*search.index_insert(row["id"], row))
                 count += 1
         return count
 
@@ -471,6 +488,7 @@ def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
     candidates = _candidates(links)
     return {
         "url": url,
+        "host": urlsplit(url).hostname if not problem else None,
         "status": "skipped" if problem else "pending",
         "error": problem[0] if problem else None,
         "error_message": problem[1] if problem else None,
