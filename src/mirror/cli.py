@@ -277,3 +277,33 @@ def show(
         out.print(escape(row["description"]))
     else:
         out.print("[dim](no article text saved for this page)[/]")
+
+
+@app.command()
+def serve(
+    archive: ArchiveDir = Path("archive"),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8001,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
+) -> None:
+    """Browse and search the archive offline with datasette."""
+    import threading
+    import webbrowser
+
+    import uvicorn
+    from datasette.app import Datasette
+
+    db_path = archive / "mirror.db"
+    if not db_path.is_file():
+        fail(f"{db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
+    with Archive(archive):  # brings an older database up to the current schema
+        pass
+    datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
+    url = f"http://{host}:{port}/-/mirror/search"
+    err.print(f"serving {db_path} at http://{host}:{port}/ (search: {url}); Ctrl-C stops")
+    if open_browser:
+        threading.Timer(1.0, webbrowser.open, [url]).start()
+    try:
+        uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port} ({exc.strerror})")

@@ -180,9 +180,14 @@ def index_insert(page_id: int, row: dict) -> tuple[str, list]:
     )
 
 
-def ensure_index(db: sqlite_utils.Database) -> None:
-    if not db[FTS_TABLE].exists():
-        db.execute(
-            f"create virtual table {FTS_TABLE} using fts5("
-            f"{', '.join(FTS_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
-        )
+def ensure_index(db: sqlite_utils.Database) -> bool:
+    """Create the index if missing (or of an older layout); True if it was (re)created empty."""
+    if db[FTS_TABLE].exists():
+        if [c.name for c in db[FTS_TABLE].columns] == list(FTS_COLUMNS):
+            return False
+        db.execute(f"drop table {FTS_TABLE}")
+    db.execute(
+        f"create virtual table {FTS_TABLE} using fts5("
+        f"{', '.join(FTS_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    return True

@@ -210,11 +210,21 @@ class Archive:
             _ensure_table(self.db["warc_files"], WARC_FILES_COLUMNS, pk="file")
             _ensure_table(self.db["resources"], RESOURCES_COLUMNS, pk=("page_url", "url"))
             self.db["resources"].create_index(["url"], if_not_exists=True)
-            search.ensure_index(self.db)
             self.db["attempts"].create_index(["url"], if_not_exists=True)
             self.db["links"].create_index(["url"], if_not_exists=True)
             self.db["pages"].create_index(["status"], if_not_exists=True)
+            self._number_pages()
             self.db["pages"].create_index(["id"], unique=True, if_not_exists=True)
+            if search.ensure_index(self.db):
+                self._reindex_rows()
+
+    def _number_pages(self) -> None:
+        """Give pages from an older archive their stable id."""
+        missing = [r["url"] for r in self.db.query("select url from pages where id is null order by rowid")]
+        if missing:
+            start = next(self.db.query("select coalesce(max(id), 0) + 1 as n from pages"))["n"]
+            for offset, url in enumerate(missing):
+                self.db.execute("update pages set id = ? where url = ?", [start + offset, url])
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
@@ -390,13 +400,16 @@ class Archive:
         with self.db.atomic():
             self.db.execute(f"drop table if exists {search.FTS_TABLE}")
             search.ensure_index(self.db)
-            rows = self.db.query(
-                f"select id, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
-            )
-            count = 0
-            for row in list(rows):
-                self.db.execute(*search.index_insert(row["id"], row))
-                count += 1
+            return self._reindex_rows()
+
+    def _reindex_rows(self) -> int:
+        rows = self.db.query(
+            f"select id, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
+        )
+        count = 0
+        for row in list(rows):
+            self.db.execute(*search.index_insert(row["id"], row))
+            count += 1
         return count
 
     def captured_pages(self) -> list[tuple[str, str, warc.WarcLocation]]:

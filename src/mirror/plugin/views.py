@@ -1,0 +1,213 @@
+"""The plugin's pages: search, reader view, raw snapshot, archived resources.
+
+Everything is served from the archive; nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from urllib.parse import quote, urldefrag, urljoin
+
+import nh3
+import sqlite_utils
+from datasette import Response
+from markdown_it import MarkdownIt
+
+from ..extract import decode_html
+from ..search import search
+from ..warc import WarcLocation, read_payload
+
+# Untrusted pages: no script, no network; only inline styles and our own images.
+SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline'; frame-ancestors 'self'"
+READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'"
+_MARKDOWN = MarkdownIt("commonmark").enable("table")
+_IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*)"[^>]*>')
+_SCRIPT_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?\s*(?:javascript|vbscript|data):[^)]*\)", re.I)
+
+
+class _Missing(Exception):
+    """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
+
+
+def _views(view):
+    async def wrapped(datasette, request):
+        try:
+            return await view(datasette, request)
+        except _Missing as exc:
+            return Response.html(
+                await datasette.render_template("error.html", {"ok": False, "error": str(exc), "title": "Not found", "status": 404}, request=request),
+                status=404,
+            )
+
+    wrapped.__name__ = view.__name__
+    return wrapped
+
+
+async def _archive(datasette):
+    """The mirror database (named `mirror`, or the first with a pages table)."""
+    for name, db in datasette.databases.items():
+        if name == "_internal" or db.path is None:
+            continue
+        if name == "mirror" or await db.table_exists("pages"):
+            return db
+    raise _Missing("no mirror archive is attached to this datasette")
+
+
+@_views
+async def search_view(datasette, request):
+    db = await _archive(datasette)
+    query = request.args.get("q", "")
+    limit = min(int(request.args.get("limit", "50") or 50), 500)
+    hits = await db.execute_fn(lambda conn: search(sqlite_utils.Database(conn), query, limit=limit)) if query else []
+    if request.args.get("_format") == "json":
+        return Response.json([h.as_dict(("<mark>", "</mark>")) for h in hits])
+    rows = [
+        {
+            **hit.as_dict(),
+            "reader": datasette.urls.path(f"/-/mirror/page/{hit.id}"),
+            "snippet_html": html.escape(hit.as_dict(("\x02", "\x03"))["snippet"]).replace("\x02", "<mark>").replace("\x03", "</mark>"),
+        }
+        for hit in hits
+    ]
+    return Response.html(
+        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request)
+    )
+
+
+@_views
+async def reader_view(datasette, request):
+    db = await _archive(datasette)
+    page_id = int(request.url_vars["id"])
+    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    if page is None:
+        raise _Missing(f"no page {page_id} in this archive")
+    page = dict(page)
+    origins = [dict(r) for r in await db.execute("select seed, line, section, title from links where url = ? order by seed, line", [page["url"]])]
+    attempts = [
+        dict(r)
+        for r in await db.execute(
+            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts "
+            "where url = ? order by id desc",
+            [page["url"]],
+        )
+    ]
+    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    article = _article_html(page.get("markdown"), page.get("final_url") or page["url"], archived, datasette)
+    context = {
+        "page": page,
+        "article": article,
+        "origins": origins,
+        "attempts": attempts,
+        "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
+        "tags": [t for t in (page.get("tags") or "").split(", ") if t],
+    }
+    body = await datasette.render_template("mirror_page.html", context, request=request)
+    return Response.html(body, headers={"Content-Security-Policy": READER_CSP})
+
+
+@_views
+async def snapshot_view(datasette, request):
+    """The captured page itself, defused and sandboxed."""
+    db = await _archive(datasette)
+    page = (await db.execute("select * from pages where id = ?", [int(request.url_vars["id"])])).first()
+    if page is None or not page["warc_file"]:
+        raise _Missing("no saved copy of this page")
+    headers, body = read_payload(_folder(db), WarcLocation(page["warc_file"], page["warc_offset"], page["warc_length"]))
+    content_type = headers.get_header("Content-Type") or "application/octet-stream"
+    origin = f"{request.scheme}://{request.host}"
+    security = {
+        "Content-Security-Policy": SNAPSHOT_CSP.format(origin=origin),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+    if "html" not in content_type.lower():
+        return Response(body, content_type=content_type, headers=security)
+    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    cleaned = defuse_html(decode_html(body, content_type), page["final_url"] or page["url"], archived, datasette)
+    return Response.html(cleaned, headers=security)
+
+
+@_views
+async def resource_view(datasette, request):
+    """An archived image, by its original URL."""
+    db = await _archive(datasette)
+    url = request.args.get("url", "")
+    row = (
+        await db.execute(
+            "select warc_file, warc_offset, warc_length, content_type from resources "
+            "where url = ? and status = 'archived' order by fetched_at desc limit 1",
+            [url],
+        )
+    ).first()
+    if row is None:
+        raise _Missing("this resource was not archived")
+    _, body = read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    content_type = row["content_type"] or "application/octet-stream"
+    if not content_type.startswith("image/"):
+        raise _Missing("only archived images are served here")
+    return Response(
+        body,
+        content_type=content_type,
+        headers={"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"},
+    )
+
+
+def _folder(db) -> Path:
+    return Path(db.path).parent
+
+
+def _resource_path(datasette, url: str) -> str:
+    return datasette.urls.path("/-/mirror/resource?url=" + quote(url, safe=""))
+
+
+def _article_html(markdown: str | None, base: str, archived: set[str], datasette) -> str:
+    """Saved Markdown as sanitised HTML; images only from the archive."""
+    if not markdown:
+        return ""
+    markdown = _SCRIPT_LINK.sub(r"\1", markdown)  # keep the words of a javascript: link, drop the link
+    cleaned = nh3.clean(_MARKDOWN.render(markdown), url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow")
+
+    def local_image(match: re.Match) -> str:
+        src = urldefrag(urljoin(base, html.unescape(match[1]))).url
+        if src in archived:
+            return match[0].replace(match[1], html.escape(_resource_path(datasette, src)), 1)
+        alt = re.search(r'\balt="([^"]*)"', match[0])
+        return f'<span class="missing-image">[image not archived{": " + alt[1] if alt and alt[1] else ""}]</span>'
+
+    return _IMG.sub(local_image, cleaned)
+
+
+def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
+    """Remove scripts, event handlers, javascript: links, refreshes and embeds; local images."""
+    import lxml.html
+    from lxml_html_clean import Cleaner
+
+    cleaner = Cleaner(
+        scripts=True, javascript=True, comments=True, style=False, inline_style=False, links=True, meta=True,
+        page_structure=False, processing_instructions=True, embedded=True, frames=True, forms=True,
+        annoying_tags=False, remove_unknown_tags=False, safe_attrs_only=False,
+    )
+    try:
+        tree = lxml.html.document_fromstring(page)
+    except (ValueError, lxml.etree.ParserError):
+        return "<!doctype html><p>(this capture could not be parsed)</p>"
+    tree = cleaner.clean_html(tree)
+    for element in tree.iter("base"):
+        element.drop_tree()
+    for img in tree.iter("img"):
+        lazy = img.get("data-src") or img.get("data-original") or img.get("data-actualsrc")
+        src = urldefrag(urljoin(base, lazy or img.get("src") or "")).url
+        for attribute in ("src", "srcset", "data-src", "data-original", "data-actualsrc"):
+            img.attrib.pop(attribute, None)
+        if src in archived:
+            img.set("src", _resource_path(datasette, src))
+    banner = lxml.html.fragment_fromstring(
+        f'<div style="background:#ffd;border-bottom:1px solid #cc9;padding:4px 8px;font:13px sans-serif">'
+        f"Archived copy of {html.escape(base)} — scripts removed, nothing loads from the network.</div>"
+    )
+    body = tree.find("body")
+    if body is not None:
+        body.insert(0, banner)
+    return "<!doctype html>\n" + lxml.html.tostring(tree, encoding="unicode")

@@ -1,0 +1,180 @@
+"""The datasette side, through datasette's in-process client: plain `Datasette([db])`
+loads our plugin from its entry point, exactly as `datasette archive/mirror.db` does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from urllib.parse import quote
+
+import pytest
+import sqlite_utils
+from datasette.app import Datasette
+
+from mirror.fetch import FetchOptions, run
+from mirror.search import search
+from mirror.seeds import read_seeds
+from mirror.store import Archive
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+
+ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>显存优化实战</title>
+<script>window.evil = 1</script><link rel="stylesheet" href="http://cdn.invalid/site.css">
+<meta http-equiv="refresh" content="0; url=http://elsewhere.invalid/"></head>
+<body onload="steal()"><article><h1>显存优化实战</h1>
+<p>大模型训练时，显存往往是最紧张的资源。本文介绍激活重计算、混合精度和零冗余优化器三种办法。</p>
+<p onclick="steal()">激活重计算用计算换显存：前向时不保存中间结果，反向时重新计算。<a href="javascript:steal()">点我</a></p>
+<p><img src="/img/diagram.png" alt="分块示意图"></p>
+<p><img src="http://images.invalid/not-archived.png" alt="外链图"></p>
+<p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
+<iframe src="http://ads.invalid/"></iframe>
+<script src="http://tracker.invalid/t.js"></script>
+</article></body></html>"""
+
+ENGLISH = """<html><head><title>FlashAttention explained</title></head><body><article><h1>FlashAttention explained</h1>
+<p>FlashAttention computes exact attention with far fewer memory reads and writes by tiling the
+computation so that blocks fit in fast on-chip memory; the softmax is computed block by block.</p>
+<p>It is used for training large language models on long sequences, where memory is the limit.</p></article></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def archive_dir(tmp_path_factory):
+    from .webserver import HostileServer
+
+    folder = tmp_path_factory.mktemp("ds")
+    with HostileServer() as web:
+        article = web.add("/zh", ARTICLE.encode())
+        english = web.add("/en", ENGLISH.encode())
+        web.add("/img/diagram.png", PNG, content_type="image/png")
+        web.add("/images.invalid-stand-in", b"")
+        seeds = folder / "seeds"
+        seeds.mkdir()
+        (seeds / "reading.md").write_text(
+            f"# 显存\n- [显存优化实战]({article})\n\n# Attention\n- [FlashAttention]({english})\n"
+            f"- [gone soon]({web.url('/etag')})\n- [missing]({web.url('/missing')})\n- [blocked]({web.url('/zhihu-403')})\n",
+            encoding="utf-8",
+        )
+        with Archive(folder / "archive") as archive, archive.lock():
+            archive.record_inventory(read_seeds([seeds], base=folder))
+            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+            web.recorder.gone.add("/etag")
+            run(archive, FetchOptions(delay=0, retries=0, workers=1, refresh=True))
+    return folder / "archive"
+
+
+@pytest.fixture(scope="module")
+def ds(archive_dir):
+    return Datasette([str(archive_dir / "mirror.db")])
+
+
+def get(ds, path):
+    return asyncio.run(ds.client.get(path))
+
+
+def page_id(archive_dir, path_end):
+    db = sqlite_utils.Database(archive_dir / "mirror.db")
+    return next(db.query("select id from pages where url like ?", [f"%{path_end}"]))["id"]
+
+
+def test_plugin_is_loaded_from_its_entry_point(ds):
+    plugins = get(ds, "/-/plugins.json").json()
+    mirror = next(p for p in plugins if p["name"] == "mirror")
+    assert {"prepare_connection", "get_metadata", "register_routes", "render_cell"} <= set(mirror["hooks"])
+    assert mirror["templates"] is True
+
+
+def test_home_and_table_pages_are_friendly(ds, archive_dir):
+    home = get(ds, "/")
+    assert home.status_code == 200 and "mirror: your reading lists, archived" in home.text
+    table = get(ds, "/mirror/pages")
+    assert table.status_code == 200
+    assert "One row per page" in table.text
+    assert 'name="_search"' in table.text  # datasette's own search box is on
+    facets = get(ds, "/mirror/pages.json?_size=0").json()["facet_results"]
+    assert {"host", "status", "seeds", "sections", "language"} <= set(facets)
+    sections = {v["value"] for v in facets["sections"]["results"]}
+    assert {"显存", "Attention"} <= sections
+    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    assert f'href="{reader}"' in table.text  # titles open the reader view
+    links = get(ds, "/mirror/links.json?_shape=array").json()
+    assert {(l["seed"], l["line"], l["section"]) for l in links} >= {("seeds/reading.md", 2, "显存")}
+
+
+@pytest.mark.parametrize("query", ["显", "存", "显存", "优化器", "激活重计算", "FlashAttention", "memory", "显存 FlashAttention", '"on-chip memory"', "NEAR (", ""])
+def test_table_search_and_json_api_equal_mirror_search(ds, archive_dir, query):
+    api = get(ds, "/mirror/pages.json?_shape=array&_col=url&_search=" + quote(query)).json()
+    db = sqlite_utils.Database(archive_dir / "mirror.db")
+    expected = {h.url for h in search(db, query, limit=1000)}
+    assert {row["url"] for row in api} == expected  # an empty query finds nothing in both
+
+
+def test_chinese_one_and_two_character_search(ds, archive_dir):
+    for query in ("显", "显存"):
+        rows = get(ds, "/mirror/pages.json?_shape=array&_search=" + quote(query)).json()
+        assert {r["url"].rsplit("/", 1)[-1] for r in rows} == {"zh", "etag"}  # /etag's article mentions 显存 too
+    assert get(ds, "/mirror/pages.json?_shape=array&_search=" + quote("鲸")).json() == []
+
+
+def test_search_page_links_hits_to_reader(ds, archive_dir):
+    html = get(ds, "/-/mirror/search?q=" + quote("显存")).text
+    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    assert f'href="{reader}"' in html and "<mark>显存</mark>" in html
+    data = get(ds, "/-/mirror/search?_format=json&q=" + quote("显存")).json()
+    assert [d["url"].rsplit("/", 1)[-1] for d in data] == ["zh", "etag"]  # title match ranks first
+    empty = get(ds, "/-/mirror/search")
+    assert empty.status_code == 200 and 'name="q"' in empty.text
+
+
+def test_reader_view(ds, archive_dir):
+    response = get(ds, f'/-/mirror/page/{page_id(archive_dir, "/zh")}')
+    assert response.status_code == 200
+    html = response.text
+    assert "零冗余优化器把优化器状态" in html
+    assert "seeds/reading.md, line 2" in html and "“显存”" in html
+    assert "Capture history" in html and "snapshot" in html.lower()
+    # images come from the archive, never from the network
+    assert "/-/mirror/resource?url=" in html
+    assert "images.invalid" not in html and "[image not archived: 外链图]" in html
+    article = html.split('<article class="mirror-article">', 1)[1].split("</article>", 1)[0]
+    assert "<script" not in article and "onclick" not in article and "javascript:" not in article
+    assert "iframe" not in article
+    assert "default-src 'self'" in response.headers["content-security-policy"]
+
+
+def test_archived_image_is_served_from_the_warc(ds, archive_dir):
+    html = get(ds, f'/-/mirror/page/{page_id(archive_dir, "/zh")}').text
+    src = re.search(r'src="(/-/mirror/resource\?url=[^"]+)"', html)[1].replace("&amp;", "&")
+    image = get(ds, src)
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png" and image.content == PNG
+    assert get(ds, "/-/mirror/resource?url=" + quote("http://nowhere.invalid/x.png")).status_code == 404
+
+
+def test_snapshot_is_sandboxed_and_defused(ds, archive_dir):
+    response = get(ds, f'/-/mirror/snapshot/{page_id(archive_dir, "/zh")}')
+    assert response.status_code == 200
+    csp = response.headers["content-security-policy"]
+    assert csp.startswith("sandbox") and "default-src 'none'" in csp and "script-src" not in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    html = response.text
+    assert "零冗余优化器" in html
+    assert "<script" not in html.lower() and "window.evil" not in html
+    assert "onload" not in html and "onclick" not in html and "javascript:" not in html
+    assert "http-equiv" not in html.lower() and "<iframe" not in html
+    assert "cdn.invalid" not in html and "tracker.invalid" not in html and "images.invalid" not in html
+    assert "/-/mirror/resource?url=" in html  # the captured image is shown
+
+
+def test_link_rot_and_failures_views(ds):
+    rot = get(ds, "/mirror/link_rot.json?_shape=array").json()
+    assert [r["url"].rsplit("/", 1)[-1] for r in rot] == ["etag"] and rot[0]["gone_since"]
+    failures = {r["reason"]: r for r in get(ds, "/mirror/failures.json?_shape=array").json()}
+    assert set(failures) == {"http_404", "blocked"}
+    assert "--cookies" in failures["blocked"]["example"]
+    assert get(ds, "/mirror/link_rot").status_code == 200 and get(ds, "/mirror/failures").status_code == 200
+
+
+def test_unknown_page_is_a_404_page(ds):
+    response = get(ds, "/-/mirror/page/99999")
+    assert response.status_code == 404 and "no page 99999" in response.text
+    assert get(ds, "/-/mirror/snapshot/99999").status_code == 404
