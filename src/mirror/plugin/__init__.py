@@ -80,7 +80,6 @@ METADATA = {
                     "fts_pk": "id",
                     "label_column": "title",
                     "facets": ["host", "status", {"array": "seeds"}, {"array": "sections"}, "language"],
-                    "sortable_columns": ["title", "sitename", "date", "status", "language", "fetched_at", "word_count", "id"],
                 },
                 "links": {
                     "title": "Links",
