@@ -31,6 +31,7 @@ ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>�
 <p>大模型训练时，显存往往是最紧张的资源。本文介绍激活重计算、混合精度和零冗余优化器三种办法。</p>
 <p>激活重计算用计算换显存：前向时不保存中间结果，反向时重新计算。混合精度让参数和梯度以半精度存储。</p>
 <p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
+<p><img src="/diagram.png" alt="示意图"></p><script>document.title = "script ran"</script>
 </article></body></html>"""
 
 
@@ -55,6 +56,9 @@ def free_port() -> int:
 @pytest.fixture
 def served_archive(tmp_path, web):
     url = web.add("/zh", ARTICLE.encode())
+    from .test_datasette import PNG
+
+    web.add("/diagram.png", PNG, content_type="image/png")
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     (seeds / "list.md").write_text(f"# 显存\n- [显存优化实战]({url})\n", encoding="utf-8")
@@ -111,7 +115,15 @@ def test_search_in_chromium_and_read_the_article(served_archive):
             article.wait_for(state="visible")
             assert "零冗余优化器" in article.inner_text()
             assert article.is_visible()
+            assert page.locator("article.mirror-article img").evaluate("img => img.complete && img.naturalWidth") == 1
             page.screenshot(path=str(ARTIFACTS / "reader.png"), full_page=True)
+
+            page.click("text=the archived page as captured")
+            page.wait_for_url("**/-/mirror/snapshot/*")
+            assert "零冗余优化器" in page.locator("body").inner_text()
+            assert page.title() == "显存优化实战"  # the page's script did not run
+            assert page.locator("img").evaluate("img => img.complete && img.naturalWidth") == 1
+            page.screenshot(path=str(ARTIFACTS / "snapshot.png"), full_page=True)
 
             page.goto(served_archive + "/-/mirror/search")
             page.fill('input[name="q"]', "显存")

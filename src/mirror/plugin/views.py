@@ -94,7 +94,10 @@ async def reader_view(datasette, request):
         )
     ]
     archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
-    article = _article_html(page.get("markdown"), page.get("final_url") or page["url"], archived, datasette)
+    markdown = page.get("markdown") or ""
+    if page.get("title") and markdown.startswith(f"# {page['title']}\n"):
+        markdown = markdown.split("\n", 1)[1]  # the page heading already shows the title
+    article = _article_html(markdown, page.get("final_url") or page["url"], archived, datasette)
     context = {
         "page": page,
         "article": article,
