@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -81,6 +82,8 @@ def links(
             stats = store.record_inventory(inventory)
     except ArchiveError as exc:
         fail(str(exc))
+    except STORAGE_ERRORS as exc:
+        storage_failure(archive, exc)
 
     if as_json:
         rows = []
@@ -95,6 +98,18 @@ def links(
     err.print(
         f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
         f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {archive / 'mirror.db'}"
+    )
+
+
+STORAGE_ERRORS = (OSError, sqlite3.Error)
+
+
+def storage_failure(archive: Path, exc: Exception) -> NoReturn:
+    """A full disk or a read-only folder: say so plainly, never a traceback."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    fail(
+        f"cannot use the archive {archive}: {reason}. Everything saved before this is kept: "
+        "free some space or fix the folder's permissions, then run the same command again"
     )
 
 
@@ -176,6 +191,9 @@ def fetch(
     except fetching.FetchError as exc:
         reporter.stop()
         fail(str(exc), code=2)
+    except STORAGE_ERRORS as exc:
+        reporter.stop()
+        storage_failure(archive, exc)
     except KeyboardInterrupt:
         reporter.stop()
         err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
@@ -200,6 +218,8 @@ def reindex(
             counts = run_reindex(store, workers=workers)
     except ArchiveError as exc:
         fail(str(exc))
+    except STORAGE_ERRORS as exc:
+        storage_failure(archive, exc)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
 
 
@@ -223,6 +243,8 @@ def search_command(
             hits = search(store.db, query, limit=limit, site=site, seed=seed, section=section)
     except ArchiveError as exc:
         fail(str(exc))
+    except STORAGE_ERRORS as exc:
+        storage_failure(archive, exc)
     if as_json:
         print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
         return

@@ -11,6 +11,7 @@ import asyncio
 import multiprocessing
 import os
 import re
+import sqlite3
 import tempfile
 import time
 import warnings
@@ -25,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from . import warc
 from ._client import Client, Exchange, backoff_delay
+from ._faults import crash_point
 from .extract import Extraction, extract_capture
 from .store import Archive, PageToFetch
 
@@ -179,11 +181,12 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
     async def one(page: PageToFetch) -> None:
         result = await fetch_page(client, page, options)
         article = None
+        crash_point("capture")
         if result.ok and result.final.status != 304 and result.final.location:
             # extraction runs in another process while fetching goes on here
-            article = await loop.run_in_executor(
-                pool, safe_extract, str(archive.path), result.final.location, result.final.final_url
-            )
+            pending = loop.run_in_executor(pool, safe_extract, str(archive.path), result.final.location, result.final.final_url)
+            crash_point("extract")
+            article = await pending
         archive.record_fetch(result, was_archived=page.archived, extraction=article)
         result.extraction = article
         summary.done += 1
@@ -210,8 +213,11 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
         await asyncio.gather(*tasks, return_exceptions=True)
         pool.shutdown(wait=False, cancel_futures=True)
         await client.aclose()
-        writer.close()
-        archive.mark_warcs_closed(writer.opened)
+        try:  # on a full disk these fail too; the next run then checks the files itself
+            writer.close()
+            archive.mark_warcs_closed([f for f in writer.opened if f not in writer.unfinished])
+        except (OSError, sqlite3.Error):
+            pass
 
 
 def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:

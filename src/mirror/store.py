@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import sqlite_utils
 
 from . import search, urls, warc
+from ._faults import crash_point
 from .seeds import COMMAND_LINE, Inventory, Link
 
 if TYPE_CHECKING:
@@ -379,6 +380,7 @@ class Archive:
             self.db["pages"].update(result.url, update)
             if extraction is not None:
                 self._save_extraction(result.url, extraction)
+            crash_point("commit")
 
     def save_extraction(self, url: str, extraction: Extraction) -> None:
         """Store a (re-)extraction of a captured page and re-index it."""

@@ -66,6 +66,7 @@ class CaptureWriter:
         self._name: str | None = None
         self._serial = 0
         self.opened: list[str] = []  # every file this writer created
+        self.unfinished: list[str] = []  # files a failed write may have left damaged
 
     def write(self, capture: Capture) -> WarcLocation:
         out = self._current()
@@ -74,15 +75,32 @@ class CaptureWriter:
         request = _request_record(writer, capture)
         request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
         start = out.tell()
-        writer.write_record(response)
-        end = out.tell()
-        writer.write_record(request)
-        out.flush()
+        try:
+            writer.write_record(response)
+            end = out.tell()
+            writer.write_record(request)
+            out.flush()
+        except OSError:
+            self._abandon(start)  # a full disk must not leave half a record behind
+            raise
         assert self._name is not None
         location = WarcLocation(self._name, start, end - start)
         if out.tell() >= self.rotate_bytes:
             self.close()
         return location
+
+    def _abandon(self, start: int) -> None:
+        """After a failed write: cut the half record if we can; the next run's repair checks the file."""
+        file, self._file = self._file, None
+        self.unfinished.append(self._name)
+        try:
+            os.ftruncate(file.fileno(), start)
+        except OSError:
+            pass
+        try:
+            file.close()
+        except OSError:
+            pass
 
     def close(self) -> None:
         if self._file is not None:
