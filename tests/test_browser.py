@@ -56,7 +56,7 @@ def free_port() -> int:
 @pytest.fixture
 def served_archive(tmp_path, web):
     url = web.add("/zh", ARTICLE.encode())
-    from .test_datasette import PNG
+    from .webserver import PNG
 
     web.add("/diagram.png", PNG, content_type="image/png")
     seeds = tmp_path / "seeds"

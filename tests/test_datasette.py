@@ -17,7 +17,8 @@ from mirror.search import search
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+from .webserver import PNG
+
 
 ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>显存优化实战</title>
 <script>window.evil = 1</script><link rel="stylesheet" href="http://cdn.invalid/site.css">
@@ -126,6 +127,7 @@ def test_search_page_links_hits_to_reader(ds, archive_dir):
     assert empty.status_code == 200 and 'name="q"' in empty.text
 
 
+@pytest.mark.hostile
 def test_reader_view(ds, archive_dir):
     response = get(ds, f'/-/mirror/page/{page_id(archive_dir, "/zh")}')
     assert response.status_code == 200
@@ -150,6 +152,7 @@ def test_archived_image_is_served_from_the_warc(ds, archive_dir):
     assert get(ds, "/-/mirror/resource?url=" + quote("http://nowhere.invalid/x.png")).status_code == 404
 
 
+@pytest.mark.hostile
 def test_snapshot_is_sandboxed_and_defused(ds, archive_dir):
     response = get(ds, f'/-/mirror/snapshot/{page_id(archive_dir, "/zh")}')
     assert response.status_code == 200

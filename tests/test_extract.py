@@ -12,6 +12,8 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import links_from_urls
 from mirror.store import Archive
 
+from .webserver import make_pdf
+
 FAST = dict(delay=0.0, timeout=10.0, retries=0, backoff=0.05, workers=2)
 
 ZH_ARTICLE = """<!DOCTYPE html><html><head>{meta}<title>显存优化实战</title></head><body>
@@ -27,29 +29,6 @@ def fetch(tmp_path, urls, **options):
         archive.record_inventory(links_from_urls(urls))
         summary = run(archive, FetchOptions(**{**FAST, **options}))
     return sqlite_utils.Database(tmp_path / "archive" / "mirror.db"), summary
-
-
-def make_pdf(title: str, lines: list[str]) -> bytes:
-    """A small valid PDF with one page of Helvetica text and an Info title."""
-    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({line}) Tj 0 -16 Td" for line in lines) + " ET"
-    objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        f"<< /Title ({title}) /Author (Tri Dao) >>",
-    ]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,7 @@ def seed_file(tmp_path, web, n, seconds=0.15):
     (tmp_path / "seeds" / "list.txt").write_text("\n".join(lines), encoding="utf-8")
 
 
+@pytest.mark.hostile
 @pytest.mark.parametrize("kill_after", [1, 6, 14])
 def test_kill_9_then_rerun_completes(tmp_path, web, kill_after):
     seed_file(tmp_path, web, 20)
@@ -94,6 +95,7 @@ def test_kill_9_then_rerun_completes(tmp_path, web, kill_after):
             assert b"slow /slow/" in body
 
 
+@pytest.mark.hostile
 def test_truncated_warc_tail_is_repaired_on_rerun(tmp_path, web):
     seed_file(tmp_path, web, 3, seconds=0)
     assert run_mirror("fetch", "--delay", "0", cwd=tmp_path).returncode == 0
@@ -113,6 +115,7 @@ def test_truncated_warc_tail_is_repaired_on_rerun(tmp_path, web):
     assert all_warc_records(archive) == 6
 
 
+@pytest.mark.hostile
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, web):
     seed_file(tmp_path, web, 12, seconds=0.3)
     db = tmp_path / "archive" / "mirror.db"
@@ -129,6 +132,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, web):
     assert count(db, "select count(*) from pages where status = 'archived'") == 12
 
 
+@pytest.mark.hostile
 def test_second_fetch_on_the_same_archive_refuses(tmp_path, web):
     seed_file(tmp_path, web, 1, seconds=0)
     (tmp_path / "archive").mkdir()
@@ -179,6 +183,7 @@ def test_bad_fetch_arguments(tmp_path, args, message):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.hostile
 def test_gzip_bomb_and_huge_body_are_refused_with_bounded_memory(tmp_path, web):
     """300 MB of decoded zeros and a 5 MB body, with --max-bytes 1 MB: peak RSS stays small."""
     urls = [web.url("/bomb"), web.url("/big")]

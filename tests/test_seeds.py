@@ -237,6 +237,7 @@ def test_html_page_links_use_headings(tmp_path):
     assert "e-mail" in inv.links[1].skip_reason
 
 
+@pytest.mark.hostile
 def test_unfetchable_schemes_in_text_are_listed_as_skipped():
     text = "local: file:///etc/passwd\nold: ftp://ftp.example.com/pub/x.tar\ninline data:text/html,<b>hi</b>\n"
     links = parse_text(text, "s.txt")
@@ -287,6 +288,7 @@ def test_bad_files_are_skipped_or_decoded_with_warnings(tmp_path):
     assert "gbk.txt: not UTF-8; decoded as GB18030" in joined
 
 
+@pytest.mark.hostile
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_any_bytes_parse_without_raising(data):
@@ -296,6 +298,7 @@ def test_any_bytes_parse_without_raising(data):
             assert link.line >= 1 and link.col >= 1
 
 
+@pytest.mark.hostile
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list("ab显 \n:：#*-[]()<>/.h") + ["https://", "http://x.cn/", "**", "\n\n"]), max_size=60))
 def test_markdown_like_text_parses_without_raising(pieces):

@@ -94,6 +94,7 @@ def test_normalize_is_idempotent_on_urls(url):
     assert "#" not in once
 
 
+@pytest.mark.hostile
 @settings(max_examples=400, deadline=None)
 @given(st.text(max_size=80))
 def test_normalize_and_classify_never_raise(text):

@@ -25,6 +25,38 @@ def article(title: str, body: str = "") -> bytes:
     return ARTICLE.format(title=title, body=body).encode("utf-8")
 
 
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
+    b"\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+GBK_ARTICLE = """<html><head><title>流水线并行</title></head><body><article><h1>流水线并行</h1>
+<p>流水线并行把模型的不同层放到不同的设备上，每个设备只负责一部分计算。为了减少设备空闲，微批次被依次送入流水线。</p>
+<p>气泡是流水线并行的主要开销：设备在等待上游结果时无事可做。交错调度可以进一步压缩气泡。</p></article></body></html>"""
+
+
+def make_pdf(title: str, lines: list[str]) -> bytes:
+    """A small valid PDF with one page of Helvetica text and an Info title."""
+    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({line}) Tj 0 -16 Td" for line in lines) + " ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) /Author (Tri Dao) >>",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 6 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
 _BOMB: bytes | None = None
 
 
@@ -155,10 +187,58 @@ def _trickle(h, hit, parts):
     h.send_header("Content-Type", "text/html")
     h.send_header("Content-Length", "1000")
     h.end_headers()
-    for _ in range(40):  # bounded: at most ~20 s
+    for _ in range(20):  # one byte a second, bounded: at most ~20 s
         h.wfile.write(b"x")
         h.wfile.flush()
-        time.sleep(0.5)
+        time.sleep(1)
+
+
+def _never(h, hit, parts):
+    """Accept, read the request, never answer (for at most 20 s)."""
+    time.sleep(20)
+    h.close_connection = True
+
+
+def _reset(h, hit, parts):
+    """Tear the connection down with a TCP reset before any answer."""
+    import socket
+    import struct
+
+    h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    h.connection.close()
+    h.close_connection = True
+
+
+def _truncated(h, hit, parts):
+    """Promise 5000 bytes of HTML, send 1000, hang up."""
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Content-Length", "5000")
+    h.end_headers()
+    h.wfile.write(article("truncated")[:1000])
+    h.wfile.flush()
+    h.close_connection = True
+
+
+def _empty(h, hit, parts):
+    h.send(200, b"")
+
+
+def _json(h, hit, parts):
+    h.send(200, json.dumps({"data": list(range(50))}).encode(), content_type="application/json")
+
+
+def _png(h, hit, parts):
+    h.send(200, PNG, content_type="image/png")
+
+
+def _gbk_as_utf8(h, hit, parts):
+    h.send(200, GBK_ARTICLE.encode("gbk"), content_type="text/html; charset=utf-8")
+
+
+def _pdf(h, hit, parts):
+    lines = [f"Line {i}: pipeline parallelism splits the layers of a model across devices." for i in range(6)]
+    h.send(200, make_pdf("Pipeline parallelism", lines), content_type="application/pdf")
 
 
 def _big(h, hit, parts):
@@ -233,6 +313,14 @@ def _wayback_snapshot(h, hit, parts):
 
 
 ROUTES = {
+    "/never": _never,
+    "/reset": _reset,
+    "/truncated": _truncated,
+    "/empty": _empty,
+    "/json": _json,
+    "/png": _png,
+    "/gbk-as-utf8": _gbk_as_utf8,
+    "/pdf": _pdf,
     "/flaky": _flaky,
     "/retry-after": _retry_after,
     "/always-503": _always_503,
@@ -265,12 +353,15 @@ class HostileServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str = "127.0.0.1"):
+    def __init__(self, host: str = "127.0.0.1", lifetime: float = 600):
         super().__init__((host, 0), Handler)
         self.recorder = Recorder()
         self.host = host
         self.port = self.server_address[1]
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        # the server stops by itself even if a test forgets it
+        self._watchdog = threading.Timer(lifetime, self.shutdown)
+        self._watchdog.daemon = True
 
     def handle_error(self, request, client_address) -> None:  # clients hanging up is expected here
         pass
@@ -285,8 +376,10 @@ class HostileServer(ThreadingHTTPServer):
 
     def __enter__(self) -> HostileServer:
         self._thread.start()
+        self._watchdog.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._watchdog.cancel()
         self.shutdown()
         self.server_close()
