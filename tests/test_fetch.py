@@ -213,7 +213,7 @@ def test_delay_between_requests_to_one_host(tmp_path, web):
     urls = [web.url(f"/article/d{i}") for i in range(4)]
     fetch_urls(tmp_path, urls, per_host=2, delay=0.3)
     starts = sorted(t for p, t in web.recorder.starts)
-    assert all(b - a >= 0.28 for a, b in zip(starts, starts[1:], strict=False))
+    assert all(b - a >= 0.25 for a, b in zip(starts, starts[1:], strict=False))  # 0.3 s, less network jitter
 
 
 def test_a_slow_host_does_not_hold_up_others(tmp_path, web, web2):
@@ -287,3 +287,40 @@ def test_warc_rotation(tmp_path, web):
     files = {page(db, u)["warc_file"] for u in urls}
     assert len(files) == 5
     assert len(warc_records(tmp_path / "archive")) == 10
+
+
+def test_articles_that_mention_verification_are_not_blocked(tmp_path, web):
+    body = (
+        "<html><head><title>账号安全验证的设计</title>"
+        '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></head><body><article>'
+        "<p>很多网站用安全验证拦截爬虫，当前环境异常时会要求用户完成滑块。本文讨论这些机制的设计与取舍。</p>"
+        "<p>验证码、设备指纹和行为分析各有成本，过于激进的拦截会误伤正常用户，所以需要分级处理。</p>"
+        "</article></body></html>"
+    ).encode()
+    url = web.add("/about-verification", body)
+    db, _ = fetch_urls(tmp_path, [url])
+    assert page(db, url)["status"] == "archived"
+
+
+@pytest.mark.parametrize(
+    ("status", "head", "blocked"),
+    [
+        (403, "<title>安全验证 - 知乎</title>", True),
+        (200, "<title>账号安全验证的设计</title><p>当前环境异常时会要求验证</p>", False),
+        (200, "<p>环境异常</p><p>完成验证后即可继续访问</p>", True),
+        (503, "<title>Just a moment...</title>", True),
+        (200, '<title>Blog</title><script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script>', False),
+        (200, '<title>Sign in – Accounts</title><form><input type="password"></form>', True),
+        (200, '<title>用户登录</title><form><input type="password"></form>', True),
+        (200, '<title>Login flows explained</title><form><input type="password"></form>', False),
+        (200, '<title>新闻标题</title><div class="login"><input type="password"></div>', False),
+        (200, "<title>验证码识别实战：从 CNN 到 CTC</title>", False),
+        (200, "<title>验证码 - 某某网</title>", True),
+        (200, '<title>Log in to GitHub · GitHub</title><form><input type="password"></form>', True),
+        (401, "", True),
+    ],
+)
+def test_blocked_page_recognition(status, head, blocked):
+    from mirror._blocked import blocked_reason
+
+    assert bool(blocked_reason(status, "https://a.example/x", "https://a.example/x", head)) is blocked

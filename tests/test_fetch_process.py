@@ -69,7 +69,7 @@ def seed_file(tmp_path, web, n, seconds=0.15):
 @pytest.mark.hostile
 @pytest.mark.parametrize("kill_after", [1, 6, 14])
 def test_kill_9_then_rerun_completes(tmp_path, web, kill_after):
-    seed_file(tmp_path, web, 20)
+    seed_file(tmp_path, web, 20, seconds=0.4)  # 4 at a time: about 2 s in all, time to kill it half way
     db = tmp_path / "archive" / "mirror.db"
     proc = start_fetch(tmp_path, "--delay", "0", "--per-host", "4")
     try:

@@ -50,7 +50,8 @@ class FetchReporter:
         status = final.status if final.status is not None else "-"
         extra = f"  ({final.message})" if not result.ok and final.message else ""
         via = f"  via {final.final_url}" if result.ok and final.final_url != result.url else ""
-        self.console.print(f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}", soft_wrap=True)
+        # a plain line, written directly: rich markup costs more than the page when piped
+        self.console.file.write(f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}\n")
 
     def stop(self) -> None:
         if self._progress is not None:

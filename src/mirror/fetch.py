@@ -211,7 +211,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
         await client.aclose()
         try:  # on a full disk these fail too; the next run then checks the files itself
             writer.close()

@@ -329,8 +329,10 @@ class Archive:
         stamp = now()
         final = result.final
         with self.db.atomic():
-            self.db["attempts"].insert_all(
-                (
+            _insert_many(
+                self.db,
+                "attempts",
+                [
                     {
                         "url": result.url,
                         "request_url": a.url,
@@ -345,8 +347,7 @@ class Archive:
                         "warc_length": a.location.length if a.location else None,
                     }
                     for a in result.attempts
-                ),
-                pk="id",
+                ],
             )
             self.db.execute("update pages set attempts = coalesce(attempts, 0) + ? where url = ?", [len(result.attempts), result.url])
             update: dict[str, object] = {"checked_at": stamp}
@@ -377,7 +378,7 @@ class Archive:
                     self.db.execute("update pages set gone_since = coalesce(gone_since, ?) where url = ?", [stamp, result.url])
                 else:
                     update |= {"status": "failed", "http_status": final.status, "final_url": final.final_url}
-            self.db["pages"].update(result.url, update)
+            _update_page(self.db, result.url, update)
             if extraction is not None:
                 self._save_extraction(result.url, extraction)
             crash_point("commit")
@@ -391,8 +392,8 @@ class Archive:
     def _save_extraction(self, url: str, extraction: Extraction) -> None:
         row = extraction.as_row()
         values = {column: row[column] for column in EXTRACTED_COLUMNS}
-        self.db["pages"].update(url, {**values, "extracted_at": now()})
-        page_id = next(self.db.query("select id from pages where url = ?", [url]))["id"]
+        _update_page(self.db, url, {**values, "extracted_at": now()})
+        page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
         self.db.execute(f"delete from {search.FTS_TABLE} where rowid = ?", [page_id])
         if extraction.status == "archived":
             self.db.execute(*search.index_insert(page_id, row))
@@ -484,6 +485,19 @@ def _ensure_table(table: sqlite_utils.db.Table, columns: dict[str, type], pk: st
     for name, kind in columns.items():
         if name not in existing:
             table.add_column(name, kind)
+
+
+def _update_page(db: sqlite_utils.Database, url: str, values: dict[str, object]) -> None:
+    """UPDATE by hand: sqlite-utils' update() inspects the table on every call (the fetch hot path)."""
+    assignments = ", ".join(f"[{column}] = ?" for column in values)
+    db.execute(f"update pages set {assignments} where url = ?", [*values.values(), url])
+
+
+def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, object]]) -> None:
+    if rows:
+        columns = list(rows[0])
+        sql = f"insert into [{table}] ({', '.join(f'[{c}]' for c in columns)}) values ({', '.join('?' for _ in columns)})"
+        db.conn.executemany(sql, [[row[c] for c in columns] for row in rows])
 
 
 def _link_row(link: Link) -> dict[str, object]:

@@ -1,0 +1,43 @@
+"""Run a command and report its wall time, CPU time and peak RSS (with its children)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Measured:
+    wall: float
+    cpu: float  # user + system of the process and the children it waited for
+    peak_mb: float
+    returncode: int
+
+
+def measure(command: list[str], **popen) -> Measured:
+    start = time.monotonic()
+    process = subprocess.Popen(command, **popen)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - start
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        model = cpu
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({model}), {mem:.0f} GiB, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
