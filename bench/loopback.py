@@ -37,11 +37,20 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     cache: dict[str, bytes] = {}
     latency = 0.0
+    served = 0  # pages answered with 200, read at /__served
+    lock = threading.Lock()
 
     def log_message(self, *args) -> None:
         pass
 
     def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/__served":
+            body = str(Handler.served).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         parts = self.path.split("/", 3)
         rel = parts[3] if len(parts) == 4 and parts[1] == "p" else ""
         body = self.cache.get(rel)
@@ -52,11 +61,21 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        with Handler.lock:
+            Handler.served += 1
         self.send_response(200)
         self.send_header("Content-Type", "text/html")  # no charset, like most saved pages' servers
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def served(port: int) -> int:
+    """How many pages the loopback web has answered so far."""
+    from urllib.request import urlopen
+
+    with urlopen(f"http://127.0.0.1:{port}/__served", timeout=10) as response:
+        return int(response.read())
 
 
 def serve(hosts: int, port: int, latency_ms: float) -> list[ThreadingHTTPServer]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import machine, measure  # noqa: E402
-from loopback import CORPUS, corpus_pages, page_urls  # noqa: E402
+from loopback import CORPUS, corpus_pages, page_urls, served  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -107,8 +107,13 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-") as tmp:
             urls = page_urls(args.pages, args.hosts, port)
+            before = served(port)
             ours = run_mirror(urls, Path(tmp) / "mirror", args.delay, args.per_host, args.concurrency)
-            theirs = None if args.skip_trafilatura else run_trafilatura(urls, Path(tmp) / "trafilatura", args.delay, args.parallel)
+            ours["fetched"], before = served(port) - before, served(port)
+            theirs = None
+            if not args.skip_trafilatura:
+                theirs = run_trafilatura(urls, Path(tmp) / "trafilatura", args.delay, args.parallel)
+                theirs["fetched"] = served(port) - before
     finally:
         web.kill()
 
@@ -117,14 +122,14 @@ def main() -> None:
         ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency)"),
         ("extraction cost", f"{mean * 1000:.1f} ms CPU per page, so the {cores}-core limit is {limit:.1f} pages/s"),
         ("mirror fetch", f"{args.pages / m.wall:.1f} pages/s ({m.wall:.1f} s, {m.cpu:.1f} s CPU, peak RSS {m.peak_mb:.0f} MB), "
-                         f"{ours['saved']} saved {json.dumps(ours['statuses'])}"),
+                         f"{ours['fetched']} fetched, {ours['saved']} saved {json.dumps(ours['statuses'])}"),
         ("of the limit", f"{args.pages / m.wall / limit:.0%}"),
     ]
     if theirs:
         t = theirs["measured"]
         rows += [
             (f"trafilatura --parallel {args.parallel}", f"{args.pages / t.wall:.1f} pages/s ({t.wall:.1f} s, {t.cpu:.1f} s CPU, "
-                                                         f"peak RSS {t.peak_mb:.0f} MB), {theirs['saved']} saved"),
+                                                         f"peak RSS {t.peak_mb:.0f} MB), {theirs['fetched']} fetched, {theirs['saved']} output files (named by content hash)"),
             ("ratio", f"{t.wall / m.wall:.2f}x"),
         ]
     command = "python bench/throughput.py " + " ".join(sys.argv[1:])

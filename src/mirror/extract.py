@@ -268,13 +268,18 @@ def reindex(archive, workers: int | None = None, on_page=None) -> dict[str, int]
 
     counts: Counter = Counter()
     pages = archive.captured_pages()
+    batch: list[tuple[str, Extraction]] = []
     with extraction_pool(workers) as pool:
         futures = [(url, pool.submit(safe_extract, str(archive.path), location, final)) for url, final, location in pages]
         for url, future in futures:
             extraction = future.result()
-            archive.save_extraction(url, extraction)
+            batch.append((url, extraction))
             counts[extraction.status] += 1
             if on_page:
                 on_page(url, extraction)
+            if len(batch) >= 200:  # a transaction per batch, not per page
+                archive.save_extractions(batch)
+                batch = []
+    archive.save_extractions(batch)
     counts["indexed"] = archive.rebuild_index()
     return dict(counts)

@@ -128,24 +128,34 @@ def search(
     where = [f"{FTS_TABLE} MATCH :match"]
     params: dict[str, object] = {"match": match, "limit": limit}
     if site:
-        where.append("(pages.sitename = :site or pages.url like :site_like or pages.url like :site_sub)")
-        params |= {"site": site, "site_like": f"%://{site}/%", "site_sub": f"%.{site}/%"}
+        where.append("(pages.sitename = :site or pages.host = :site or pages.host like :site_sub)")
+        params |= {"site": site, "site_sub": f"%.{site}"}
     if seed:
         where.append("pages.url in (select url from links where seed = :seed or seed like :seed_tail)")
         params |= {"seed": seed, "seed_tail": f"%/{seed}"}
     if section:
         where.append("pages.url in (select url from links where section = :section)")
         params["section"] = section
+    join = f"join pages on pages.id = {FTS_TABLE}.rowid" if len(where) > 1 else ""
     weights = ", ".join(str(w) for w in WEIGHTS)
+    # Rank every match, but make snippets for the top `limit` only: a sorter would
+    # otherwise build a snippet for each of thousands of matching pages.
     sql = f"""
-        select pages.id, pages.url, pages.title, pages.sitename, pages.date,
+        with top as (
+            select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
+            from {FTS_TABLE} {join}
+            where {' and '.join(where)}
+            order by rank
+            limit :limit
+        )
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank,
                snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
-               snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title,
-               bm25({FTS_TABLE}, {weights}) as rank
-        from {FTS_TABLE} join pages on pages.id = {FTS_TABLE}.rowid
-        where {' and '.join(where)}
-        order by rank
-        limit :limit
+               snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title
+        from top
+        join {FTS_TABLE} on {FTS_TABLE}.rowid = top.id
+        join pages on pages.id = top.id
+        where {FTS_TABLE} MATCH :match
+        order by top.rank
     """
     hits = []
     for row in db.query(sql, params):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import sqlite_utils
@@ -385,9 +385,17 @@ class Archive:
 
     def save_extraction(self, url: str, extraction: Extraction) -> None:
         """Store a (re-)extraction of a captured page and re-index it."""
+        self.save_extractions([(url, extraction)])
+
+    def save_extractions(self, items: Iterable[tuple[str, Extraction]]) -> int:
+        """Many (re-)extractions in one transaction; returns how many."""
+        count = 0
         with self.db.atomic():
-            self.db["pages"].update(url, {"status": extraction.status})
-            self._save_extraction(url, extraction)
+            for url, extraction in items:
+                _update_page(self.db, url, {"status": extraction.status})
+                self._save_extraction(url, extraction)
+                count += 1
+        return count
 
     def _save_extraction(self, url: str, extraction: Extraction) -> None:
         row = extraction.as_row()

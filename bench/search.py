@@ -1,0 +1,183 @@
+"""Search latency at scale: the Python API, `mirror search` as a process, datasette.
+
+Builds an archive of N articles from real corpus texts (Chinese, Japanese and
+English pages, repeated with variations), then times 2- and 4-character
+Chinese queries and English queries. Also reports index size against text size.
+
+    python bench/search.py --docs 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import machine, percentile  # noqa: E402
+from loopback import CORPUS, corpus_pages  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+QUERIES = {
+    "zh 2 chars": ["记者", "手机", "公司"],
+    "zh 4 chars": ["人工智能", "新冠肺炎", "社交媒体"],
+    "english": ["the", "computer", "facebook"],
+}
+
+
+def base_articles() -> list:
+    from mirror.extract import extract
+
+    articles = []
+    for rel in corpus_pages():
+        result = extract((CORPUS / rel).read_bytes(), f"https://bench.example/{rel}", "text/html")
+        if result.status == "archived":
+            articles.append(result)
+    return articles
+
+
+def build(folder: Path, n: int) -> Path:
+    from dataclasses import replace
+
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    articles = base_articles()
+    urls = [f"https://bench.example/{i}" for i in range(n)]
+    rng = random.Random(7)
+    with Archive(folder) as archive:
+        archive.record_inventory(links_from_urls(urls))
+
+        def variants():
+            for i, url in enumerate(urls):
+                base = articles[i % len(articles)]
+                paragraphs = base.text.split("\n")
+                rng.shuffle(paragraphs)  # same words, another order: a different document
+                text = f"第{i}篇 variant {i}\n" + "\n".join(paragraphs)
+                yield url, replace(base, text=text, markdown=text, title=f"{base.title} ({i})")
+
+        batch = []
+        for item in variants():
+            batch.append(item)
+            if len(batch) == 2000:
+                archive.save_extractions(batch)
+                batch = []
+        archive.save_extractions(batch)
+    return folder / "mirror.db"
+
+
+def time_api(db_path: Path, reps: int) -> dict[str, list[float]]:
+    import sqlite_utils
+
+    from mirror.search import search
+
+    db = sqlite_utils.Database(db_path)
+    times: dict[str, list[float]] = {}
+    for kind, queries in QUERIES.items():
+        for query in queries:
+            search(db, query, limit=20)  # warm the page cache
+        samples = []
+        for _ in range(reps):
+            for query in queries:
+                start = time.perf_counter()
+                search(db, query, limit=20)
+                samples.append(time.perf_counter() - start)
+        times[kind] = samples
+    return times
+
+
+def time_cli(folder: Path, reps: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {}
+    for kind, queries in QUERIES.items():
+        samples = []
+        for i in range(reps):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "mirror", "search", queries[i % len(queries)], "--json", "--archive", str(folder)],
+                           check=True, capture_output=True)
+            samples.append(time.perf_counter() - start)
+        times[kind] = samples
+    return times
+
+
+def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
+    from datasette.app import Datasette
+    from urllib.parse import quote
+
+    ds = Datasette([str(db_path)])
+
+    async def run() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {}
+        for kind, queries in QUERIES.items():
+            for path in ("/-/mirror/search?q=", "/mirror/pages.json?_size=20&_col=title&_search="):
+                await ds.client.get(path + quote(queries[0]))  # warm up
+            samples = []
+            for i in range(reps):
+                start = time.perf_counter()
+                response = await ds.client.get("/-/mirror/search?q=" + quote(queries[i % len(queries)]))
+                assert response.status_code == 200
+                samples.append(time.perf_counter() - start)
+            times[kind] = samples
+            table = []
+            for i in range(reps):
+                start = time.perf_counter()
+                response = await ds.client.get("/mirror/pages.json?_size=20&_col=title&_search=" + quote(queries[i % len(queries)]))
+                assert response.status_code == 200, response.text
+                table.append(time.perf_counter() - start)
+            times[kind + " (table JSON)"] = table
+        return times
+
+    return asyncio.run(run())
+
+
+def sizes(db_path: Path) -> tuple[float, float]:
+    conn = sqlite3.connect(db_path)
+    text = conn.execute("select sum(length(cast(coalesce(title,'') || coalesce(text,'') || coalesce(author,'') || coalesce(sitename,'') as blob))) from pages").fetchone()[0]
+    try:
+        index = conn.execute("select sum(pgsize) from dbstat where name like 'pages_fts%'").fetchone()[0]
+    except sqlite3.OperationalError:
+        index = None
+    return text or 0, index or 0
+
+
+def summary(times: dict[str, list[float]]) -> str:
+    return "; ".join(f"{kind}: p50 {percentile(v, 50) * 1000:.1f} ms, p95 {percentile(v, 95) * 1000:.1f} ms" for kind, v in times.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mirror-search-bench-") as tmp:
+        started = time.perf_counter()
+        db_path = build(Path(tmp), args.docs)
+        built = time.perf_counter() - started
+        text, index = sizes(db_path)
+        rows = [
+            ("archive", f"{args.docs} articles built in {built:.0f} s; database {db_path.stat().st_size / 2**20:.0f} MB"),
+            ("index size", f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available"),
+            ("Python API", summary(time_api(db_path, args.reps))),
+            ("mirror search (process)", summary(time_cli(Path(tmp), max(3, args.reps // 4)))),
+            ("datasette", summary(time_datasette(db_path, args.reps))),
+        ]
+    report = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    print(report)
+    if args.record:
+        command = "python bench/search.py " + " ".join(sys.argv[1:])
+        with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
+            out.write(
+                f"\n### search, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n\n"
+                f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{report}\n"
+            )
+
+
+if __name__ == "__main__":
+    main()
