@@ -128,8 +128,8 @@ def search(
     where = [f"{FTS_TABLE} MATCH :match"]
     params: dict[str, object] = {"match": match, "limit": limit}
     if site:
-        where.append("(pages.sitename = :site or pages.host = :site or pages.host like :site_sub)")
-        params |= {"site": site, "site_sub": f"%.{site}"}
+        where.append("(pages.sitename = :site or pages.host = :site or pages.host like :site_sub or pages.url like :site_url)")
+        params |= {"site": site, "site_sub": f"%.{site}", "site_url": f"%://{site}/%"}
     if seed:
         where.append("pages.url in (select url from links where seed = :seed or seed like :seed_tail)")
         params |= {"seed": seed, "seed_tail": f"%/{seed}"}
