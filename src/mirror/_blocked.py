@@ -7,16 +7,13 @@ from urllib.parse import urlsplit
 
 HINT = "the site wants a logged-in browser: export its cookies to cookies.txt and re-run with --cookies FILE"
 
-_CHALLENGES = [
-    # specific markers only: an article that merely mentions 安全验证 is still an article
-    ("zhihu anti-bot check", re.compile(r"<title>\s*安全验证|/account/unhuman|unhuman\?type=")),
-    ("WeChat verification page", re.compile(r"环境异常[\s\S]{0,400}完成验证后即可继续访问")),
-    ("Cloudflare challenge", re.compile(r"<title>\s*(Just a moment\.\.\.|Attention Required! \| Cloudflare)", re.I)),
-    # not /cdn-cgi/challenge-platform/: Cloudflare injects that script into ordinary pages too
-    ("Cloudflare challenge", re.compile(r"cf-chl-|cf_chl_opt")),
-    ("captcha page", re.compile(r"<title>\s*(captcha|验证码|人机验证|security check)\s*([-|–—][^<]{0,40})?</title>", re.I)),
-]
-_ANY_CHALLENGE = re.compile("|".join(f"(?:{p.pattern})" for _, p in _CHALLENGES), re.I)
+# Specific markers only: an article that merely mentions 安全验证 is still an article.
+_ZHIHU = re.compile(r"/account/unhuman|unhuman\?type=")
+_WECHAT = re.compile(r"环境异常[\s\S]{0,400}完成验证后即可继续访问")
+_CLOUDFLARE_TITLE = re.compile(r"^\s*(Just a moment\.\.\.|Attention Required! \| Cloudflare)", re.I)
+# not /cdn-cgi/challenge-platform/: Cloudflare injects that script into ordinary pages too
+_CLOUDFLARE_MARKS = ("cf-chl-", "cf_chl_opt")
+_CAPTCHA_TITLE = re.compile(r"^\s*(captcha|验证码|人机验证|security check)\s*([-|–—].{0,40})?$", re.I)
 _LOGIN_PATH = re.compile(r"/(signin|sign_in|sign-in|login|logon|passport|account/login)\b", re.I)
 _PASSWORD_FORM = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
 # a title that is nothing but signing in ("Sign in - Google Accounts", "登录 - 知乎", "用户登录"),
@@ -30,21 +27,36 @@ _TITLE = re.compile(r"<title[^>]*>([^<]{0,200})</title>", re.I)
 def blocked_reason(status: int, final_url: str, original_url: str, head: str) -> str | None:
     """Why a response is an anti-bot or login wall rather than the page, or None.
 
-    `head` is the start of the decoded body (a few dozen KB is enough).
+    `head` is the start of the decoded body (a few dozen KB is enough). Plain
+    substring tests come first: this runs on every page the fetcher sees.
     """
     if status in (401, 407):
         return f"HTTP {status}: login required"
-    if _ANY_CHALLENGE.search(head):  # one pass over the page; then find which
-        for name, pattern in _CHALLENGES:
-            if pattern.search(head):
-                return name
+    title = _title(head) or ""
+    if "完成验证后即可继续访问" in head and _WECHAT.search(head):
+        return "WeChat verification page"
+    if title.lstrip().startswith("安全验证") or ("unhuman" in head and _ZHIHU.search(head)):
+        return "zhihu anti-bot check"
+    if any(mark in head for mark in _CLOUDFLARE_MARKS) or _CLOUDFLARE_TITLE.search(title):
+        return "Cloudflare challenge"
+    if _CAPTCHA_TITLE.search(title):
+        return "captcha page"
     if status == 403 and "zhihu.com" in (urlsplit(final_url).hostname or ""):
         return "zhihu refuses anonymous clients (HTTP 403)"
     redirected_to_login = final_url != original_url and _LOGIN_PATH.search(urlsplit(final_url).path or "")
     if redirected_to_login and not _LOGIN_PATH.search(urlsplit(original_url).path or ""):
         return "redirected to a sign-in page"
     # Many articles carry a login box in their header; a wall is a page *about* signing in.
-    title = _TITLE.search(head)
-    if status == 200 and _PASSWORD_FORM.search(head) and title and _LOGIN_WORDS.search(title[1].strip()):
+    if status == 200 and _LOGIN_WORDS.search(title.strip()) and _PASSWORD_FORM.search(head):
         return "sign-in wall (a password form instead of the article)"
     return None
+
+
+def _title(head: str) -> str | None:
+    start = head.find("<title")
+    if start < 0:
+        start = head.find("<TITLE")
+        if start < 0:
+            return None
+    match = _TITLE.match(head, start)
+    return match[1] if match else None
