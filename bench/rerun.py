@@ -10,8 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +49,7 @@ def main() -> None:
     if args.record:
         command = "python bench/rerun.py " + " ".join(sys.argv[1:])
         with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
-            out.write(f"\n### re-run, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n\n`{command}` on {machine()}\n\n"
+            out.write(f"\n### re-run, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n`{command}` on {machine()}\n\n"
                       f"| measure | result |\n| --- | --- |\n{report}\n")
 
 

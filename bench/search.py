@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -107,8 +107,9 @@ def time_cli(folder: Path, reps: int) -> dict[str, list[float]]:
 
 
 def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
-    from datasette.app import Datasette
     from urllib.parse import quote
+
+    from datasette.app import Datasette
 
     ds = Datasette([str(db_path)])
 
@@ -174,7 +175,7 @@ def main() -> None:
         command = "python bench/search.py " + " ".join(sys.argv[1:])
         with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
             out.write(
-                f"\n### search, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n\n"
+                f"\n### search, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
                 f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{report}\n"
             )
 

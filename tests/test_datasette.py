@@ -4,7 +4,6 @@ loads our plugin from its entry point, exactly as `datasette archive/mirror.db` 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from urllib.parse import quote
 
@@ -18,7 +17,6 @@ from mirror.seeds import read_seeds
 from mirror.store import Archive
 
 from .webserver import PNG
-
 
 ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>显存优化实战</title>
 <script>window.evil = 1</script><link rel="stylesheet" href="http://cdn.invalid/site.css">

@@ -7,7 +7,6 @@ so that each looks like a different host; every server stops by itself.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import shutil
@@ -170,7 +169,7 @@ def test_kill_9_at_any_moment_then_rerun_equals_an_uninterrupted_run(tmp_path, c
     midway = outcome(crashed / "archive")
     finished = [p for p in midway["pages"] if p[1] != "pending"]
     assert len(finished) < len(CALM)  # it really died half way
-    for url, status, error, has_text in midway["pages"]:  # no half state: done, or still pending
+    for _url, status, _error, has_text in midway["pages"]:  # no half state: done, or still pending
         assert status in ("pending", "archived", "no_text", "failed")
         assert (status == "archived") == has_text
 

@@ -9,7 +9,15 @@ import unicodedata
 import pytest
 import sqlite_utils
 
-from mirror.search import BARRIER, FTS_COLUMNS, ZWSP, build_match, desegment, search, segment
+from mirror.search import (
+    BARRIER,
+    FTS_COLUMNS,
+    ZWSP,
+    build_match,
+    desegment,
+    search,
+    segment,
+)
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 TOKEN = re.compile(rf"[{CJK}]|(?:(?![{CJK}])[^\W_])+")

@@ -15,11 +15,11 @@ import ssl
 import tempfile
 import time
 import zlib
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
-from collections.abc import AsyncIterator
 from urllib.parse import urljoin, urlsplit
 
 import httpx

@@ -16,13 +16,12 @@ import tempfile
 import time
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
-from collections.abc import Callable
 from urllib.parse import quote, urlsplit
-
-from concurrent.futures import ProcessPoolExecutor
 
 from . import warc
 from ._client import Client, Exchange, backoff_delay

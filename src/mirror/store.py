@@ -10,12 +10,12 @@ import fcntl
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import sqlite_utils

@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import os
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
-from collections.abc import Iterable
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
