@@ -5,8 +5,13 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 @dataclass
@@ -41,3 +46,16 @@ def percentile(values: list[float], p: float) -> float:
     k = (len(ordered) - 1) * p / 100
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def report(kind: str, rows: list[tuple[str, str]], record: bool) -> None:
+    """Print the result table; with `record`, append it to RESULTS.md with machine, date and command."""
+    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
+    print(table)
+    if record:
+        command = f"python bench/{Path(sys.argv[0]).name} " + " ".join(sys.argv[1:])
+        with open(RESULTS, "a", encoding="utf-8") as out:
+            out.write(
+                f"\n### {kind}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
+                f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{table}\n"
+            )

@@ -10,13 +10,11 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import machine, measure, percentile  # noqa: E402
+from _measure import measure, percentile, report  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
@@ -43,14 +41,9 @@ def main() -> None:
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert result.returncode == 0
             walls.append(result.wall)
-    report = (f"| no-op re-run over {args.links} archived links | median {percentile(walls, 50):.2f} s, "
-              f"max {max(walls):.2f} s over {args.reps} runs |")
-    print(report)
-    if args.record:
-        command = "python bench/rerun.py " + " ".join(sys.argv[1:])
-        with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
-            out.write(f"\n### re-run, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n`{command}` on {machine()}\n\n"
-                      f"| measure | result |\n| --- | --- |\n{report}\n")
+    rows = [(f"no-op re-run over {args.links} archived links",
+             f"median {percentile(walls, 50):.2f} s, max {max(walls):.2f} s over {args.reps} runs")]
+    report("re-run", rows, args.record)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import machine, percentile  # noqa: E402
+from _measure import percentile, report  # noqa: E402
 from loopback import CORPUS, corpus_pages  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 QUERIES = {
     "zh 2 chars": ["记者", "手机", "公司"],
     "zh 4 chars": ["人工智能", "新冠肺炎", "社交媒体"],
@@ -169,15 +167,7 @@ def main() -> None:
             ("mirror search (process)", summary(time_cli(Path(tmp), max(3, args.reps // 4)))),
             ("datasette", summary(time_datasette(db_path, args.reps))),
         ]
-    report = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    print(report)
-    if args.record:
-        command = "python bench/search.py " + " ".join(sys.argv[1:])
-        with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
-            out.write(
-                f"\n### search, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
-                f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{report}\n"
-            )
+    report("search", rows, args.record)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import machine, measure  # noqa: E402
+from _measure import measure, report  # noqa: E402
 from loopback import CORPUS, corpus_pages, page_urls, served  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -145,15 +144,7 @@ def main() -> None:
                                                          f"peak RSS {t.peak_mb:.0f} MB), {theirs['fetched']} fetched, {theirs['saved']} output files (named by content hash)"),
             ("ratio", f"{t.wall / m.wall:.2f}x"),
         ]
-    command = "python bench/throughput.py " + " ".join(sys.argv[1:])
-    report = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    print(report)
-    if args.record:
-        with open(HERE / "RESULTS.md", "a", encoding="utf-8") as out:
-            out.write(
-                f"\n### throughput, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
-                f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{report}\n"
-            )
+    report("throughput", rows, args.record)
 
 
 if __name__ == "__main__":
