@@ -13,6 +13,7 @@ from mirror.search import (
     BARRIER,
     FTS_COLUMNS,
     ZWSP,
+    bigrams,
     build_match,
     desegment,
     search,
@@ -189,5 +190,8 @@ def test_segment_round_trip():
     text = "FlashAttention通过分块，减少显存 访问；Ｈello 世界"
     assert desegment(segment(text)) == text
     assert build_match("") is None and build_match('" * ( ') is None
-    assert build_match("显存") == '"显 存"'
+    assert build_match("显") == '"显"'
+    assert build_match("显存优化") == '"显存 存优 优化"'  # overlapping bigrams
+    assert build_match('"中 国"') == '"中国"'
+    assert bigrams("显存优化，Flash显存", "作者") == "显存 存优 优化 \ue000 显存 \ue000 作者"
     assert build_match("comput*") == '"comput"*'

@@ -5,10 +5,13 @@ trigram misses two-character words. So at index time every CJK character
 becomes its own token: we put a zero-width space (a separator to unicode61)
 around it, and where two CJK characters were not adjacent in the original
 (punctuation or a space between them) we add a barrier token, so a phrase
-query never matches across that gap. A query's CJK run becomes a phrase of
-single characters: a 1-, 2-, 3- or 4-character word then matches exactly the
-texts that contain it as a substring. The table stays ordinary FTS5 with the
-standard tokenizer, and any sqlite3 client reads it.
+query never matches across that gap. That serves 1-character words and
+English. Two more columns hold every pair of adjacent CJK characters as one
+token (bigrams, runs kept apart by barriers): a word of 2 or more characters
+becomes a phrase of its overlapping bigrams, whose posting lists are far
+shorter than those of single characters. Either way a word matches exactly
+the texts that contain it as a substring. The table stays ordinary FTS5 with
+the standard tokenizer, and any sqlite3 client reads it.
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-__all__ = ["FTS_TABLE", "Hit", "build_match", "desegment", "search", "segment"]
+__all__ = ["FTS_TABLE", "Hit", "bigrams", "build_match", "cjk_words", "desegment", "search", "segment"]
 
 FTS_TABLE = "pages_fts"
-FTS_COLUMNS = ("title", "text", "author", "sitename")
-WEIGHTS = (10.0, 1.0, 2.0, 2.0)  # bm25: title above body
+FTS_COLUMNS = ("title", "text", "author", "sitename")  # the pages columns searched
+BIGRAM_COLUMNS = ("title2", "body2")  # CJK bigrams of the title; of text, author and sitename
+INDEX_COLUMNS = FTS_COLUMNS + BIGRAM_COLUMNS
+WEIGHTS = (10.0, 1.0, 2.0, 2.0, 10.0, 1.0)  # bm25: title above body
 ZWSP = "\u200b"
 BARRIER = "\ue000"  # private-use: unicode61 keeps it as a token of its own
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]{{2,}}")
 _CJK_GAP = re.compile(f"(?<=[{_CJK_CLASS}])([^{_CJK_CLASS}\\w]+)(?=[{_CJK_CLASS}])")
 _MARK_START, _MARK_END = "\x02", "\x03"
 
@@ -38,6 +44,15 @@ def segment(text: str | None) -> str:
     text = text.replace(ZWSP, "").replace(BARRIER, "")
     text = _CJK_GAP.sub(lambda m: f"{ZWSP}{BARRIER}{ZWSP}{m[1]}", text)
     return _CJK.sub(lambda m: f"{ZWSP}{m[0]}{ZWSP}", text)
+
+
+def bigrams(*texts: str | None) -> str:
+    """Adjacent CJK character pairs as tokens; separate runs and fields are barriers apart."""
+    streams = []
+    for text in texts:
+        for run in _CJK_RUN.findall((text or "").replace(ZWSP, "").replace(BARRIER, "")):
+            streams.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
+    return f" {BARRIER} ".join(streams)
 
 
 def desegment(text: str) -> str:
@@ -58,18 +73,35 @@ def build_match(query: str) -> str | None:
         if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2:
             phrase = _phrase_tokens(piece[1:-1])
             if phrase:
-                parts.append(_quote(phrase))
+                parts.append(_term(phrase, prefix=False))
             continue
         for word in piece.replace('"', " ").split():
-            prefix = word.endswith("*")
             tokens = _phrase_tokens(word)
-            if not tokens:
-                continue
-            expression = _quote(tokens)
-            if prefix and not _CJK.search(tokens[-1]):
-                expression += "*"
-            parts.append(expression)
+            if tokens:
+                parts.append(_term(tokens, prefix=word.endswith("*")))
     return " AND ".join(parts) if parts else None
+
+
+def cjk_words(query: str) -> list[str]:
+    """The Chinese/Japanese words of a query, as they must appear in the text."""
+    words = []
+    for piece in re.split(r'("[^"]*")', query):
+        chunks = [piece[1:-1]] if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2 else piece.split()
+        for chunk in chunks:
+            tokens = _phrase_tokens(chunk)
+            if tokens and all(_CJK.fullmatch(t) for t in tokens):
+                words.append("".join(tokens))
+    return words
+
+
+def _term(tokens: list[str], prefix: bool) -> str:
+    if len(tokens) >= 2 and all(_CJK.fullmatch(t) for t in tokens):
+        word = "".join(tokens)  # a phrase of its overlapping bigrams, found in the bigram columns
+        return _quote([word[i : i + 2] for i in range(len(word) - 1)])
+    expression = _quote(tokens)
+    if prefix and not _CJK.search(tokens[-1]):
+        expression += "*"
+    return expression
 
 
 def _phrase_tokens(text: str) -> list[str]:
@@ -148,7 +180,7 @@ def search(
             order by rank
             limit :limit
         )
-        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank,
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text,
                snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
                snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title
         from top
@@ -158,8 +190,12 @@ def search(
         order by top.rank
     """
     hits = []
+    words = cjk_words(query)
     for row in db.query(sql, params):
-        snippet = row["snippet_text"] if _MARK_START in (row["snippet_text"] or "") else row["snippet_title"]
+        if _MARK_START in (row["snippet_text"] or ""):
+            snippet = row["snippet_text"]
+        else:  # a Chinese word matched in the bigram columns: mark it in the original text
+            snippet = _snippet(row["text"] or "", words) or _snippet(row["title"] or "", words) or row["snippet_title"]
         hits.append(
             Hit(
                 id=row["id"],
@@ -174,6 +210,17 @@ def search(
     return hits
 
 
+def _snippet(text: str, words: list[str], width: int = 60) -> str | None:
+    found = [i for i in (text.find(w) for w in words) if i >= 0]
+    if not found:
+        return None
+    start = max(0, min(found) - width // 3)
+    window = text[start : start + width]
+    pattern = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    window = re.sub(pattern, lambda m: f"{_MARK_START}{m[0]}{_MARK_END}", window)
+    return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
+
+
 def _clean_snippet(snippet: str) -> str:
     text = desegment(snippet)
     text = text.replace(_MARK_END + _MARK_START, "")  # one mark per matched phrase
@@ -181,23 +228,23 @@ def _clean_snippet(snippet: str) -> str:
 
 
 def index_insert(page_id: int, row: dict) -> tuple[str, list]:
-    """SQL that indexes a page: segmented copies of its searchable columns, rowid = pages.id."""
-    columns = ", ".join(FTS_COLUMNS)
-    marks = ", ".join("?" for _ in FTS_COLUMNS)
-    return (
-        f"insert into {FTS_TABLE} (rowid, {columns}) values (?, {marks})",
-        [page_id, *(segment(row.get(column)) for column in FTS_COLUMNS)],
-    )
+    """SQL that indexes a page, rowid = pages.id: segmented copies of its searchable
+    columns, then the CJK bigrams of its title and of the rest."""
+    columns = ", ".join(INDEX_COLUMNS)
+    marks = ", ".join("?" for _ in INDEX_COLUMNS)
+    values = [segment(row.get(column)) for column in FTS_COLUMNS]
+    values += [bigrams(row.get("title")), bigrams(row.get("text"), row.get("author"), row.get("sitename"))]
+    return f"insert into {FTS_TABLE} (rowid, {columns}) values (?, {marks})", [page_id, *values]
 
 
 def ensure_index(db: sqlite_utils.Database) -> bool:
     """Create the index if missing (or of an older layout); True if it was (re)created empty."""
     if db[FTS_TABLE].exists():
-        if [c.name for c in db[FTS_TABLE].columns] == list(FTS_COLUMNS):
+        if [c.name for c in db[FTS_TABLE].columns] == list(INDEX_COLUMNS):
             return False
         db.execute(f"drop table {FTS_TABLE}")
     db.execute(
         f"create virtual table {FTS_TABLE} using fts5("
-        f"{', '.join(FTS_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
+        f"{', '.join(INDEX_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
     )
     return True
