@@ -36,7 +36,6 @@ __all__ = [
     "ArchiveLocked",
     "InventoryStats",
     "PageToFetch",
-    "default_archive_dir",
     "now",
 ]
 
@@ -159,10 +158,6 @@ class InventoryStats:
     removed_links: int
 
 
-def default_archive_dir() -> Path:
-    return Path(os.environ.get("MIRROR_ARCHIVE") or "archive")
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -223,9 +218,12 @@ class Archive:
         """Give pages from an older archive their stable id."""
         missing = [r["url"] for r in self.db.query("select url from pages where id is null order by rowid")]
         if missing:
-            start = next(self.db.query("select coalesce(max(id), 0) + 1 as n from pages"))["n"]
+            start = self._next_page_id()
             for offset, url in enumerate(missing):
                 self.db.execute("update pages set id = ? where url = ?", [start + offset, url])
+
+    def _next_page_id(self) -> int:
+        return self.db.execute("select coalesce(max(id), 0) + 1 from pages").fetchone()[0]
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
@@ -237,10 +235,13 @@ class Archive:
         pages = inventory.pages
         with self.db.atomic():
             removed = 0
+            by_seed: dict[str, set[tuple[int, int]]] = {seed: set() for seed in inventory.seeds}
+            for link in inventory.links:
+                by_seed.setdefault(link.seed, set()).add((link.line, link.col))
             for seed in inventory.seeds:
                 if seed == COMMAND_LINE:
                     continue
-                keep = {(l.line, l.col) for l in inventory.links if l.seed == seed}
+                keep = by_seed[seed]
                 stale = [
                     (row["line"], row["col"])
                     for row in self.db.query("select line, col from links where seed = ?", [seed])
@@ -249,12 +250,11 @@ class Archive:
                 for line, col in stale:
                     self.db.execute("delete from links where seed = ? and line = ? and col = ?", [seed, line, col])
                 removed += len(stale)
-                count = sum(1 for l in inventory.links if l.seed == seed)
-                self.db["seeds"].upsert({"seed": seed, "links": count, "read_at": stamp}, pk="seed")
+                self.db["seeds"].upsert({"seed": seed, "links": len(keep), "read_at": stamp}, pk="seed")
             self.db["links"].upsert_all((_link_row(l) for l in inventory.links), pk=("seed", "line", "col"))
             known = {row["url"] for row in self.db.query("select url from pages")}
             new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
-            next_id = next(self.db.query("select coalesce(max(id), 0) + 1 as n from pages"))["n"]
+            next_id = self._next_page_id()
             for offset, row in enumerate(new_rows):
                 row["id"] = next_id + offset
             self.db["pages"].insert_all(new_rows, pk="url", ignore=True)
@@ -479,10 +479,8 @@ class Archive:
             with self.db.atomic():
                 self.db["warc_files"].upsert_all(({"file": f, "closed_at": now()} for f in files), pk="file")
 
-    def page_statuses(self, urls_: list[str] | None = None) -> dict[str, str]:
-        rows = self.db.query("select url, status from pages")
-        statuses = {row["url"]: row["status"] for row in rows}
-        return statuses if urls_ is None else {u: statuses[u] for u in urls_ if u in statuses}
+    def page_statuses(self) -> dict[str, str]:
+        return {row["url"]: row["status"] for row in self.db.query("select url, status from pages")}
 
 
 def _ensure_table(table: sqlite_utils.db.Table, columns: dict[str, type], pk: str | tuple[str, ...]) -> None:
