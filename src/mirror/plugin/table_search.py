@@ -15,6 +15,7 @@ from collections import Counter
 from urllib.parse import parse_qsl, urlencode
 
 from datasette import Response
+from datasette.utils.asgi import Request
 
 from ..search import FTS_TABLE, WEIGHTS, build_match
 
@@ -82,7 +83,7 @@ async def _maybe_answer(datasette, scope) -> Response | None:
         "json_url": _url(datasette, parts[0], TABLE + ".json", args, {}),
         "hidden": [(k, v) for k, v in args if k not in ("_search", "_next")],
     }
-    html = await datasette.render_template("mirror_table_search.html", context)
+    html = await datasette.render_template("mirror_table_search.html", context, request=Request({**scope, "csrftoken": lambda: ""}, None))
     return Response.html(html)
 
 
