@@ -18,6 +18,7 @@ from datasette import Response
 from datasette.utils.asgi import Request
 
 from ..search import FTS_TABLE, WEIGHTS, build_match
+from ..store import FACETS_INDEX
 
 TABLE = "pages"
 FACETS = ("host", "status", "seeds", "sections", "language")  # as configured on the table
@@ -126,11 +127,14 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
         params.append(value)
     sql_where = " and ".join(where)
     weights = ", ".join(str(w) for w in WEIGHTS)
+    # pages' short columns from the covering index alone (archives written by mirror have it)
+    covering = conn.execute("select 1 from sqlite_master where type = 'index' and name = ?", [FACETS_INDEX]).fetchone()
+    pages = f"pages indexed by {FACETS_INDEX}" if covering else "pages"
     # Count and facets in one pass over the matches' short columns (a covering index).
     facets = {f: Counter() for f in FACETS}
     count = 0
     for row in conn.execute(
-        f"select {', '.join('pages.' + f for f in FACETS)} from {FTS_TABLE} join pages on pages.id = {FTS_TABLE}.rowid where {sql_where}",
+        f"select {', '.join('pages.' + f for f in FACETS)} from {FTS_TABLE} join {pages} on pages.id = {FTS_TABLE}.rowid where {sql_where}",
         params,
     ):
         count += 1
@@ -143,7 +147,7 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
     rows = conn.execute(
         f"""with ranked as (
                 select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
-                from {FTS_TABLE} join pages on pages.id = {FTS_TABLE}.rowid
+                from {FTS_TABLE} {f"join {pages} on pages.id = {FTS_TABLE}.rowid" if filters else ""}
                 where {sql_where} order by rank limit ? offset ?)
             select {select} from ranked join pages on pages.id = ranked.id order by ranked.rank""",
         [*params, size + 1, offset],
