@@ -1,8 +1,9 @@
 """End to end in a real headless Chromium (Debian's chromium, driven by Playwright).
 
-Starts `mirror serve` on a fetched archive, types a Chinese word into the
-search box, opens the first hit's reader view and checks the article is
-visible; screenshots go to test-artifacts/.
+Starts `mirror serve` on a fetched archive, opens the reading home, types a
+Chinese word into the table's search box, opens the first hit's reader view
+and checks the article is visible; screenshots of the home, the table search,
+the reader, the snapshot and the search page go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def served_archive(tmp_path, web):
     web.add("/diagram.png", PNG, content_type="image/png")
     seeds = tmp_path / "seeds"
     seeds.mkdir()
-    (seeds / "list.md").write_text(f"# 显存\n- [显存优化实战]({url})\n", encoding="utf-8")
+    (seeds / "list.md").write_text(
+        f"# 显存\n- [显存优化实战]({url})\n\n# Gone\n- [a page that is not there]({web.url('/missing')})\n", encoding="utf-8"
+    )
     with Archive(tmp_path / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([seeds], base=tmp_path))
         run(archive, FetchOptions(delay=0, retries=0, workers=1))
@@ -100,11 +103,21 @@ def test_search_in_chromium_and_read_the_article(served_archive):
         )
         try:
             page = browser.new_page()
+            page.goto(served_archive + "/")
+            reading_list = page.locator("ul.mirror-links")
+            assert "显存优化实战" in reading_list.first.inner_text() and "archived" in reading_list.first.inner_text()
+            assert "http_404" in reading_list.last.inner_text()  # a failed link, with its reason
+            assert page.locator("section.mirror-seed h3").first.inner_text() == "显存"
+            page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
+            page.click("text=All tables (datasette)")  # datasette's table list, one click away
+            page.wait_for_url("**/mirror")
+            assert page.locator("a[href$='/mirror/pages']").count() >= 1
             page.goto(served_archive + "/mirror/pages")
             box = page.locator('input[name="_search"]')
             box.fill("显存")
             box.press("Enter")
             page.wait_for_url("**_search=*")
+            assert "ranked by relevance" in page.locator("body").inner_text()
             page.screenshot(path=str(ARTIFACTS / "table-search.png"), full_page=True)
             first_hit = page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first
             assert first_hit.inner_text() == "显存优化实战"

@@ -50,6 +50,8 @@ async def _maybe_answer(datasette, scope) -> Response | None:
         return None
     db = datasette.databases.get(parts[0])
     args = parse_qsl(scope.get("query_string", b"").decode("utf-8", "replace"), keep_blank_values=True)
+    # datasette's table form always sends `_sort=<primary key>` (its default order): not a choice
+    args = [(k, v) for k, v in args if not (k == "_sort" and v in ("", "url")) and k != "_sort_by_desc"]
     keys = {k for k, _ in args}
     if db is None or "_search" not in keys or keys & {"_sort", "_sort_desc", "_where", "_through"}:
         return None
@@ -80,7 +82,7 @@ async def _maybe_answer(datasette, scope) -> Response | None:
         "offset": offset,
         "facets": _facet_results(result["facets"], filters, url),
         "next_url": url(_next=nxt) if nxt else None,
-        "unranked_url": url(_sort="url"),
+        "unranked_url": url(_sort="title", _next=None),
         "json_url": _url(datasette, parts[0], TABLE + ".json", args, {}),
         "hidden": [(k, v) for k, v in args if k not in ("_search", "_next")],
     }
