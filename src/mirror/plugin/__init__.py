@@ -52,6 +52,8 @@ def startup(datasette):
         return None  # 0.65 reads get_metadata
 
     async def apply() -> None:
+        # before 1.0a3x startup hooks ran before the metadata tables (and the user's metadata) were made
+        await datasette.refresh_schemas()
         instance = await datasette.get_instance_metadata()
         for key, value in METADATA.items():
             if key != "databases" and key not in instance:
