@@ -132,19 +132,23 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
     # pages' short columns from the covering index alone (archives written by mirror have it)
     covering = conn.execute("select 1 from sqlite_master where type = 'index' and name = ?", [FACETS_INDEX]).fetchone()
     pages = f"pages indexed by {FACETS_INDEX}" if covering else "pages"
-    # Count and facets in one pass over the matches' short columns (a covering index).
+    # Count and facets in one pass over the matches' short columns (a covering index),
+    # grouped by SQLite: Python sees each distinct combination once.
     facets = {f: Counter() for f in FACETS}
     count = 0
-    for row in conn.execute(
-        f"select {', '.join('pages.' + f for f in FACETS)} from {FTS_TABLE} join {pages} on pages.id = {FTS_TABLE}.rowid where {sql_where}",
+    columns_sql = ", ".join("pages." + f for f in FACETS)
+    for *values, n in conn.execute(
+        f"select {columns_sql}, count(*) from {FTS_TABLE} join {pages} on pages.id = {FTS_TABLE}.rowid "
+        f"where {sql_where} group by {columns_sql}",
         params,
     ):
-        count += 1
-        for facet, value in zip(FACETS, row):
+        count += n
+        for facet, value in zip(FACETS, values):
             if facet in ARRAY_FACETS:
-                facets[facet].update(json.loads(value or "[]"))
+                for item in json.loads(value or "[]"):
+                    facets[facet][item] += n
             else:
-                facets[facet][value] += 1
+                facets[facet][value] += n
     select = ", ".join(f"pages.[{c}]" for c in columns)
     rows = conn.execute(
         f"""with ranked as (
