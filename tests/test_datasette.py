@@ -252,6 +252,8 @@ def test_table_search_is_ranked_with_count_and_facets(ds, archive_dir):
     assert {"host", "seeds", "sections", "language"} <= set(facets)
     second = get(ds, data["next_url"].split("localhost", 1)[-1]).json()
     assert [r["url"] for r in second["rows"]] == [ranked_url for ranked_url in [h.url for h in search(db, "显存")]][1:]
+    assert len(get(ds, "/mirror/pages.json?_shape=array&_size=max&_search=" + quote("显")).json()) == 2
+    assert get(ds, "/mirror/pages.json?_size=lots&_search=" + quote("显")).status_code == 400
     only = get(ds, "/mirror/pages.json?_shape=array&sections__arraycontains=" + quote("Attention") + "&_search=" + quote("显存")).json()
     assert [r["url"].rsplit("/", 1)[-1] for r in only] == ["etag"]
 

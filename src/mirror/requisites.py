@@ -41,7 +41,7 @@ def _walk(tokens, visit: Callable) -> None:
     """Call `visit(tokens, index)` on every component value, depth first."""
     for index, token in enumerate(tokens):
         visit(tokens, index)
-        for child in (getattr(token, "content", None), getattr(token, "arguments", None), getattr(token, "prelude", None)):
+        for child in (getattr(token, "content", None), getattr(token, "arguments", None)):  # blocks, functions
             if isinstance(child, list):
                 _walk(child, visit)
 
@@ -90,15 +90,11 @@ def rewrite_css(css: str, base: str, local: Callable[[str], str | None]) -> str:
             continue  # self-contained: loads nothing
         absolute = web_url(url, base)
         target = local(absolute) if absolute else None
-        replacement = tinycss2.ast.URLToken(0, 0, target or "", "url(" + _quote_url(target or "") + ")")
+        replacement = tinycss2.ast.URLToken(0, 0, target or "", "url(" + _css_string(target or "") + ")")
         if parent[index].type == "string":  # @import "x.css"
             replacement = tinycss2.ast.StringToken(0, 0, target or "", _css_string(target or ""))
         parent[index] = replacement
     return tinycss2.serialize(tokens)
-
-
-def _quote_url(url: str) -> str:
-    return _css_string(url)
 
 
 def _css_string(value: str) -> str:

@@ -7,22 +7,16 @@ the same at 100 or 100,000 links. datasette's table list is one click away.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from datasette import Response
 
+from ..requisites import web_url
 from .views import _archive, _views
 
 PER_PAGE = 200
 RECENT = 10
 STATUSES = ("archived", "no_text", "failed", "pending", "skipped")  # the pages.status vocabulary
-
-
-def web_link(url: str | None) -> str | None:
-    """Only http(s) URLs become links; seeds and pages are untrusted."""
-    if url and urlsplit(url.strip()).scheme.lower() in ("http", "https"):
-        return url.strip()
-    return None
 
 
 @_views
@@ -81,7 +75,7 @@ def _entry(datasette, row: dict) -> dict:
     return {
         **row,
         "reader": datasette.urls.path(f"/-/mirror/page/{row['id']}") if row.get("id") is not None else None,
-        "href": web_link(row.get("url")),
+        "href": web_url(row["url"], "") if row.get("url") else None,  # only http(s) becomes a link
         "site": row.get("sitename") or row.get("host") or "",
     }
 

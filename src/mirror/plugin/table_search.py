@@ -60,12 +60,14 @@ async def _maybe_answer(datasette, scope) -> Response | None:
         return None
     request = _Args(args)
     query = request.get("_search") or ""
+    most = datasette.setting("max_returned_rows")
     try:
-        size = min(max(int(request.get("_size") or datasette.setting("default_page_size")), 0), datasette.setting("max_returned_rows"))
+        size = request.get("_size") or datasette.setting("default_page_size")
+        size = most if size == "max" else min(max(int(size), 0), most)
         offset = max(int(request.get("_next") or 0), 0)
     except ValueError:
-        return Response.text("_size and _next must be integers", status=400)
-    columns = [c.name for c in await db.table_column_details(TABLE)] if hasattr(db, "table_column_details") else await db.table_columns(TABLE)
+        return Response.text("_size must be a number or max, _next a number", status=400)
+    columns = await db.table_columns(TABLE)
     result = await db.execute_fn(lambda conn: _run(conn, query, filters, size, offset, columns))
     url = lambda **changes: _url(datasette, parts[0], parts[1], args, changes)  # noqa: E731
     nxt = str(offset + size) if result["more"] else None
