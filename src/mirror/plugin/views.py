@@ -20,7 +20,7 @@ from ..search import search
 from ..warc import WarcLocation, read_payload
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
-# Untrusted pages: no script, no network; only inline styles and our own images.
+# Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
 READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'"
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
