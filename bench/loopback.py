@@ -10,6 +10,7 @@ killed or until --lifetime seconds have passed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -17,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+# ../shared/corpus beside the repository, or MIRROR_CORPUS (for a checkout elsewhere)
+CORPUS = Path(os.environ.get("MIRROR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
 
 
 def corpus_pages() -> list[str]:

@@ -1,4 +1,5 @@
-"""Search latency at scale: the Python API, `mirror search` as a process, datasette.
+"""Search latency at scale: the Python API, `mirror search` as a process, datasette
+(search page, the pages table's JSON with `_search`, the reading home).
 
 Builds an archive of N articles from real corpus texts (Chinese, Japanese and
 English pages, repeated with variations), then times 2- and 4-character
@@ -105,31 +106,39 @@ def time_cli(folder: Path, reps: int) -> dict[str, list[float]]:
 
 
 def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
+    """The search page, the pages table's JSON with `_search` (ranked, with its count and
+    facets, as a client gets it) and the reading home."""
     from urllib.parse import quote
 
     from datasette.app import Datasette
 
     ds = Datasette([str(db_path)])
+    table = "/mirror/pages.json?_size=20&_col=title&_extra=count,facet_results&_search="
+
+    async def timed(path: str, check=None) -> float:
+        start = time.perf_counter()
+        response = await ds.client.get(path)
+        elapsed = time.perf_counter() - start
+        assert response.status_code == 200, response.text[:500]
+        if check:
+            check(response)
+        return elapsed
+
+    def has_facets(response) -> None:
+        facets = response.json()["facet_results"]
+        assert "status" in facets.get("results", facets), "no facets in the table JSON"
 
     async def run() -> dict[str, list[float]]:
         times: dict[str, list[float]] = {}
         for kind, queries in QUERIES.items():
-            for path in ("/-/mirror/search?q=", "/mirror/pages.json?_size=20&_col=title&_search="):
+            for path in ("/-/mirror/search?q=", table):
                 await ds.client.get(path + quote(queries[0]))  # warm up
-            samples = []
-            for i in range(reps):
-                start = time.perf_counter()
-                response = await ds.client.get("/-/mirror/search?q=" + quote(queries[i % len(queries)]))
-                assert response.status_code == 200
-                samples.append(time.perf_counter() - start)
-            times[kind] = samples
-            table = []
-            for i in range(reps):
-                start = time.perf_counter()
-                response = await ds.client.get("/mirror/pages.json?_size=20&_col=title&_search=" + quote(queries[i % len(queries)]))
-                assert response.status_code == 200, response.text
-                table.append(time.perf_counter() - start)
-            times[kind + " (table JSON)"] = table
+            times[kind] = [await timed("/-/mirror/search?q=" + quote(queries[i % len(queries)])) for i in range(reps)]
+            times[kind + " (table JSON _search)"] = [
+                await timed(table + quote(queries[i % len(queries)]), has_facets) for i in range(reps)
+            ]
+        await ds.client.get("/")
+        times["reading home /"] = [await timed("/" if i % 2 else "/?page=3") for i in range(reps)]
         return times
 
     return asyncio.run(run())

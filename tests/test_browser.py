@@ -1,8 +1,9 @@
 """End to end in a real headless Chromium (Debian's chromium, driven by Playwright).
 
-Starts `mirror serve` on a fetched archive, types a Chinese word into the
-search box, opens the first hit's reader view and checks the article is
-visible; screenshots go to test-artifacts/.
+Starts `mirror serve` on a fetched archive, opens the reading home, types a
+Chinese word into the table's search box, opens the first hit's reader view
+and checks the article is visible; screenshots of the home, the table search,
+the reader, the snapshot and the search page go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -60,14 +63,23 @@ def served_archive(tmp_path, web):
     web.add("/diagram.png", PNG, content_type="image/png")
     seeds = tmp_path / "seeds"
     seeds.mkdir()
-    (seeds / "list.md").write_text(f"# 显存\n- [显存优化实战]({url})\n", encoding="utf-8")
+    (seeds / "list.md").write_text(
+        f"# 显存\n- [显存优化实战]({url})\n\n# Gone\n- [a page that is not there]({web.url('/missing')})\n", encoding="utf-8"
+    )
     with Archive(tmp_path / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([seeds], base=tmp_path))
         run(archive, FetchOptions(delay=0, retries=0, workers=1))
     web.shutdown()  # the browser must need nothing but the archive
+    with mirror_serve(tmp_path / "archive") as root:
+        yield root
+
+
+@contextmanager
+def mirror_serve(archive_dir: Path):
+    """`mirror serve` as a real process on a free port; yields its root URL."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(tmp_path / "archive")],
+        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(archive_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -81,16 +93,17 @@ def served_archive(tmp_path, web):
     else:
         server.kill()
         pytest.fail("mirror serve did not start: " + server.stderr.read().decode())
-    yield f"http://127.0.0.1:{port}"
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
-def test_search_in_chromium_and_read_the_article(served_archive):
-    chromium_or_skip()
+@contextmanager
+def chromium():
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -99,37 +112,133 @@ def test_search_in_chromium_and_read_the_article(served_archive):
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"],
         )
         try:
-            page = browser.new_page()
-            page.goto(served_archive + "/mirror/pages")
-            box = page.locator('input[name="_search"]')
-            box.fill("显存")
-            box.press("Enter")
-            page.wait_for_url("**_search=*")
-            page.screenshot(path=str(ARTIFACTS / "table-search.png"), full_page=True)
-            first_hit = page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first
-            assert first_hit.inner_text() == "显存优化实战"
-            first_hit.click()
-            page.wait_for_url("**/-/mirror/page/*")
-            article = page.locator("article.mirror-article")
-            article.wait_for(state="visible")
-            assert "零冗余优化器" in article.inner_text()
-            assert article.is_visible()
-            assert page.locator("article.mirror-article img").evaluate("img => img.complete && img.naturalWidth") == 1
-            page.screenshot(path=str(ARTIFACTS / "reader.png"), full_page=True)
-
-            page.click("text=the archived page as captured")
-            page.wait_for_url("**/-/mirror/snapshot/*")
-            assert "零冗余优化器" in page.locator("body").inner_text()
-            assert page.title() == "显存优化实战"  # the page's script did not run
-            assert page.locator("img").evaluate("img => img.complete && img.naturalWidth") == 1
-            page.screenshot(path=str(ARTIFACTS / "snapshot.png"), full_page=True)
-
-            page.goto(served_archive + "/-/mirror/search")
-            page.fill('input[name="q"]', "显存")
-            page.press('input[name="q"]', "Enter")
-            page.wait_for_selector("li.hit a.reader-link")
-            assert page.locator("li.hit mark").first.inner_text() == "显存"
-            page.screenshot(path=str(ARTIFACTS / "search-page.png"), full_page=True)
+            yield browser
         finally:
             browser.close()
+
+
+def test_search_in_chromium_and_read_the_article(served_archive):
+    chromium_or_skip()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(served_archive + "/")
+        reading_list = page.locator("ul.mirror-links")
+        assert "显存优化实战" in reading_list.first.inner_text() and "archived" in reading_list.first.inner_text()
+        assert "http_404" in reading_list.last.inner_text()  # a failed link, with its reason
+        assert page.locator("section.mirror-seed h3").first.inner_text() == "显存"
+        page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
+        page.click("text=All tables (datasette)")  # datasette's table list, one click away
+        page.wait_for_url("**/mirror")
+        assert page.locator("a[href$='/mirror/pages']").count() >= 1
+        page.goto(served_archive + "/mirror/pages")
+        box = page.locator('input[name="_search"]')
+        box.fill("显存")
+        box.press("Enter")
+        page.wait_for_url("**_search=*")
+        assert "ranked by relevance" in page.locator("body").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "table-search.png"), full_page=True)
+        first_hit = page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first
+        assert first_hit.inner_text() == "显存优化实战"
+        first_hit.click()
+        page.wait_for_url("**/-/mirror/page/*")
+        article = page.locator("article.mirror-article")
+        article.wait_for(state="visible")
+        assert "零冗余优化器" in article.inner_text()
+        assert article.is_visible()
+        assert page.locator("article.mirror-article img").evaluate("img => img.complete && img.naturalWidth") == 1
+        page.screenshot(path=str(ARTIFACTS / "reader.png"), full_page=True)
+
+        page.click("text=the archived page as captured")
+        page.wait_for_url("**/-/mirror/snapshot/*")
+        assert "零冗余优化器" in page.locator("body").inner_text()
+        assert page.title() == "显存优化实战"  # the page's script did not run
+        assert page.locator("img").evaluate("img => img.complete && img.naturalWidth") == 1
+        page.screenshot(path=str(ARTIFACTS / "snapshot.png"), full_page=True)
+
+        page.goto(served_archive + "/-/mirror/search")
+        page.fill('input[name="q"]', "显存")
+        page.press('input[name="q"]', "Enter")
+        page.wait_for_selector("li.hit a.reader-link")
+        assert page.locator("li.hit mark").first.inner_text() == "显存"
+        page.screenshot(path=str(ARTIFACTS / "search-page.png"), full_page=True)
     assert (ARTIFACTS / "reader.png").stat().st_size > 1000
+
+
+STYLED = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>A styled page</title>
+<link rel="stylesheet" href="/css/site.css"></head>
+<body><nav><ul><li><a href="/one">One</a></li><li><a href="/two">Two</a></li></ul></nav>
+<main id="card"><h1>Styled page, 样式</h1>
+<p>This page takes its layout, colours, font and background from an external stylesheet, which
+imports a second one and loads a web font and a background image. Its archived snapshot must look
+the same as the live page, with everything served from the archive and nothing from the network.</p>
+</main></body></html>"""
+SITE_CSS = """@import "theme.css";
+@font-face { font-family: "Probe"; src: url("../fonts/probe.ttf") format("truetype"); }
+nav ul { list-style: none; display: flex; gap: 12px; margin: 0; padding: 8px; background: rgb(30, 30, 60); }
+nav a { color: rgb(250, 220, 90); }
+#card { width: 420px; margin: 20px; padding: 16px; font-family: "Probe", serif;
+        background: url("/img/bg.png") repeat; border: 3px solid rgb(200, 40, 40); }"""
+THEME_CSS = "#card h1 { color: rgb(10, 120, 200); font-size: 26px; } #card p { color: rgb(60, 60, 60); line-height: 1.6; }"
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A real PNG of one colour (the background image the stylesheet loads)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def test_snapshot_looks_like_the_live_page(tmp_path, web):
+    """The same element screenshotted in Chromium live and in the snapshot must be the same
+    PNG, byte for byte: same layout, colours, web font and background image. The snapshot is
+    visited after the web server is gone, and every request it makes must go to mirror serve."""
+    chromium_or_skip()
+    font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
+    if not font.is_file():
+        pytest.skip(f"{font} not found (Debian's fonts-dejavu-core, which chromium depends on)")
+    url = web.add("/styled", STYLED.encode())
+    web.add("/css/site.css", SITE_CSS.encode(), content_type="text/css")
+    web.add("/css/theme.css", THEME_CSS.encode(), content_type="text/css; charset=utf-8")
+    web.add("/fonts/probe.ttf", font.read_bytes(), content_type="font/ttf")
+    web.add("/img/bg.png", solid_png(8, 8, (255, 248, 220)), content_type="image/png")
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "styled.md").write_text(f"- [A styled page]({url})\n", encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([seeds], base=tmp_path))
+        run(archive, FetchOptions(delay=0, retries=0, workers=1))
+        page_id = next(archive.db.query("select id from pages where url = ?", [url]))["id"]
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def card(page) -> bytes:
+        page.wait_for_load_state("networkidle")
+        page.evaluate("document.fonts.ready.then(() => true)")
+        assert page.evaluate("document.fonts.check('16px Probe')"), "the web font did not load"
+        return page.locator("#card").screenshot(animations="disabled")
+
+    with chromium() as browser:
+        live = browser.new_page()
+        live.goto(url)
+        live_card = card(live)
+        live.screenshot(path=str(ARTIFACTS / "styled-live.png"), full_page=True)
+        web.shutdown()
+        with mirror_serve(tmp_path / "archive") as root:
+            snapshot = browser.new_page()
+            requests: list[str] = []
+            snapshot.on("request", lambda request: requests.append(request.url))
+            snapshot.goto(f"{root}/-/mirror/snapshot/{page_id}")
+            snapshot_card = card(snapshot)
+            snapshot.screenshot(path=str(ARTIFACTS / "styled-snapshot.png"), full_page=True)
+            assert snapshot.locator("nav ul").evaluate("e => getComputedStyle(e).display") == "flex"
+    assert requests and all(r.startswith(root + "/") for r in requests), requests
+    assert sum("/-/mirror/resource?url=" in r for r in requests) == 4  # two stylesheets, the font, the image
+    (ARTIFACTS / "styled-card-live.png").write_bytes(live_card)
+    (ARTIFACTS / "styled-card-snapshot.png").write_bytes(snapshot_card)
+    assert snapshot_card == live_card

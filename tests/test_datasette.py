@@ -71,6 +71,13 @@ def get(ds, path):
     return asyncio.run(ds.client.get(path))
 
 
+def facet_results(data: dict) -> dict:
+    """Facets by name: datasette 0.65 puts them in `facet_results`, 1.0 (with
+    `_extra=facet_results`) under its `results`."""
+    facets = data["facet_results"]
+    return facets["results"] if "results" in facets and "timed_out" in facets else facets
+
+
 def page_id(archive_dir, path_end):
     db = sqlite_utils.Database(archive_dir / "mirror.db")
     return next(db.query("select id from pages where url like ?", [f"%{path_end}"]))["id"]
@@ -79,7 +86,7 @@ def page_id(archive_dir, path_end):
 def test_plugin_is_loaded_from_its_entry_point(ds):
     plugins = get(ds, "/-/plugins.json").json()
     mirror = next(p for p in plugins if p["name"] == "mirror")
-    assert {"prepare_connection", "get_metadata", "register_routes", "render_cell"} <= set(mirror["hooks"])
+    assert {"prepare_connection", "get_metadata", "startup", "register_routes", "render_cell"} <= set(mirror["hooks"])
     assert mirror["templates"] is True
 
 
@@ -90,7 +97,7 @@ def test_home_and_table_pages_are_friendly(ds, archive_dir):
     assert table.status_code == 200
     assert "One row per page" in table.text
     assert 'name="_search"' in table.text  # datasette's own search box is on
-    facets = get(ds, "/mirror/pages.json?_size=0").json()["facet_results"]
+    facets = facet_results(get(ds, "/mirror/pages.json?_size=0&_extra=facet_results").json())
     assert {"host", "status", "seeds", "sections", "language"} <= set(facets)
     sections = {v["value"] for v in facets["sections"]["results"]}
     assert {"显存", "Attention"} <= sections
@@ -179,3 +186,86 @@ def test_unknown_page_is_a_404_page(ds):
     response = get(ds, "/-/mirror/page/99999")
     assert response.status_code == 404 and "no page 99999" in response.text
     assert get(ds, "/-/mirror/snapshot/99999").status_code == 404
+
+
+def test_users_own_metadata_and_table_options_win(archive_dir):
+    own = Datasette(
+        [str(archive_dir / "mirror.db")],
+        metadata={"databases": {"mirror": {"tables": {"pages": {"title": "My own pages", "facets": ["status"]}}}}},
+    )
+    table = get(own, "/mirror/pages")
+    assert "My own pages" in table.text and "One row per page" in table.text  # ours fills what the user left out
+    facets = facet_results(get(own, "/mirror/pages.json?_size=0&_extra=facet_results").json())
+    assert set(facets) == {"status"}
+    assert 'name="_search"' in table.text  # our fts_table still applies
+
+
+def test_hidden_tables_and_label_column(ds):
+    tables = get(ds, "/mirror.json").json()["tables"]
+    hidden = {t["name"] for t in tables if t["hidden"]}
+    assert "warc_files" in hidden and "pages" not in hidden
+
+
+def test_home_is_the_reading_list(ds, archive_dir):
+    html = get(ds, "/").text
+    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    lists = html.split("Reading lists", 1)[1]
+    # seed -> section -> links, in the order they were written
+    assert lists.index("<h2>seeds/reading.md") < lists.index("<h3>显存</h3>") < lists.index("显存优化实战") < lists.index("<h3>Attention</h3>")
+    assert f'href="{reader}"' in html
+    assert "http_404" in html and "blocked" in html and "--cookies" in html  # failed, with the reason
+    assert "Recently archived" in html and 'class="count-archived"' in html
+    assert 'href="/mirror"' in html  # datasette's table list, one click away
+    assert get(ds, "/?seed=" + quote("seeds/reading.md")).text.count('class="link ') == 5
+    assert get(ds, "/?page=2").text.count('class="link ') == 0
+
+
+@pytest.mark.hostile
+def test_home_escapes_hostile_seeds(tmp_path):
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "evil.md").write_text(
+        "# <script>alert('section')</script>\n"
+        "- [<img src=x onerror=alert(1)>](javascript:alert(1))\n"
+        '- [<b>bold</b>](http://127.0.0.1:9/"><script>alert(2)</script>)\n',
+        encoding="utf-8",
+    )
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(read_seeds([seeds], base=tmp_path))
+    html = get(Datasette([str(tmp_path / "archive" / "mirror.db")]), "/").text
+    assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold</b>" not in html
+    assert "<h3>&lt;script&gt;alert(&#39;section&#39;)" in html
+    assert 'href="javascript:' not in html
+    assert "pending" in html and "skipped" in html
+
+
+def test_table_search_is_ranked_with_count_and_facets(ds, archive_dir):
+    db = sqlite_utils.Database(archive_dir / "mirror.db")
+    for query in ("显存", "memory", "显"):
+        ranked = [h.url for h in search(db, query, limit=100)]
+        rows = get(ds, "/mirror/pages.json?_shape=array&_search=" + quote(query)).json()
+        assert [r["url"] for r in rows] == ranked  # bm25 order, as mirror search
+    data = get(ds, "/mirror/pages.json?_shape=objects&_size=1&_search=" + quote("显存")).json()
+    assert data["count"] == 2 and len(data["rows"]) == 1 and data["next"] == "1"
+    facets = facet_results(data)
+    assert {v["value"]: v["count"] for v in facets["status"]["results"]} == {"archived": 2}
+    assert {"host", "seeds", "sections", "language"} <= set(facets)
+    second = get(ds, data["next_url"].split("localhost", 1)[-1]).json()
+    assert [r["url"] for r in second["rows"]] == [ranked_url for ranked_url in [h.url for h in search(db, "显存")]][1:]
+    assert len(get(ds, "/mirror/pages.json?_shape=array&_size=max&_search=" + quote("显")).json()) == 2
+    assert get(ds, "/mirror/pages.json?_size=lots&_search=" + quote("显")).status_code == 400
+    only = get(ds, "/mirror/pages.json?_shape=array&sections__arraycontains=" + quote("Attention") + "&_search=" + quote("显存")).json()
+    assert [r["url"].rsplit("/", 1)[-1] for r in only] == ["etag"]
+
+
+def test_table_search_page_ranks_and_keeps_the_table_view_a_click_away(ds, archive_dir):
+    html = get(ds, "/mirror/pages?_search=" + quote("显存")).text
+    first = re.search(r'<td><a href="(/-/mirror/page/\d+)">', html)[1]
+    assert first == f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    assert "ranked by relevance" in html and 'name="_search" value="显存"' in html
+    assert "_sort=title" in html
+    assert html == get(ds, "/mirror/pages?_sort=url&_search=" + quote("显存")).text  # what datasette's own form sends
+    unranked = get(ds, "/mirror/pages?_sort=title&_search=" + quote("显存")).text
+    assert "ranked by relevance" not in unranked and "rows-and-columns" in unranked
+    hostile = get(ds, "/mirror/pages?_search=" + quote('<script>alert(1)</script>')).text
+    assert "<script>alert(1)" not in hostile

@@ -23,7 +23,7 @@ from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from . import warc
+from . import requisites, warc
 from ._client import Client, Exchange, backoff_delay
 from ._faults import crash_point
 from .extract import Extraction, extract_capture
@@ -197,6 +197,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
             on_page(result, summary)
         if options.images and article is not None and article.status == "archived":
             await fetch_images(client, archive, options, page.url, article.images)
+            # stylesheets and what they load, so the snapshot looks like the page
+            await requisites.capture_page(archive, result.final, lambda urls: fetch_images(client, archive, options, page.url, urls))
 
     async def images_only(url: str, images: list[str]) -> None:
         await fetch_images(client, archive, options, url, images)

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 DB_NAME = "mirror.db"
+FACETS_INDEX = "pages_search_facets"  # pages.id and the short columns the plugin facets on
 
 # One row per occurrence of a link in a seed.
 LINKS_COLUMNS = {
@@ -211,6 +212,12 @@ class Archive:
             self.db["pages"].create_index(["status"], if_not_exists=True)
             self._number_pages()
             self.db["pages"].create_index(["id"], unique=True, if_not_exists=True)
+            # the reading home's latest articles, and ranked table search's count and facets
+            # (read from this index alone, never from the large page rows)
+            self.db["pages"].create_index(["status", "fetched_at"], if_not_exists=True)
+            self.db["pages"].create_index(
+                ["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True
+            )
             if search.ensure_index(self.db):
                 self._reindex_rows()
 

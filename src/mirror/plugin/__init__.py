@@ -1,7 +1,11 @@
 """The datasette plugin: our metadata, Chinese-aware table search, reader and snapshot views.
 
 Registered as a datasette entry point, so `datasette archive/mirror.db` and
-`mirror serve` behave the same.
+`mirror serve` behave the same. One plugin for both datasette lines: 0.65.x
+reads our metadata through `get_metadata`; 1.0 (which dropped that hook in
+1.0a14) gets the same settings from the `startup` hook: metadata into its
+metadata tables, table options into its configuration, canned queries through
+`add_query()`. Either way a user's own metadata or datasette.yaml wins.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from datasette import hookimpl
 from markupsafe import Markup, escape
 
 from ..search import FTS_TABLE, build_match
+from .home import home_view
+from .table_search import ranked_table_search
 from .views import reader_view, resource_view, search_view, snapshot_view
 
 NEVER = '"\ue001"'  # a token no text contains: an empty query matches nothing
@@ -35,12 +41,80 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
 
 @hookimpl
 def get_metadata(datasette, key, database, table):
+    """datasette 0.65: our metadata; datasette merges the user's own on top."""
     return METADATA
+
+
+@hookimpl
+def startup(datasette):
+    """datasette 1.0: the same settings, through the APIs that replaced get_metadata."""
+    if not hasattr(datasette, "set_instance_metadata"):
+        return None  # 0.65 reads get_metadata
+
+    async def apply() -> None:
+        # before 1.0a3x startup hooks ran before the metadata tables (and the user's metadata) were made
+        await datasette.refresh_schemas()
+        instance = await datasette.get_instance_metadata()
+        for key, value in METADATA.items():
+            if key != "databases" and key not in instance:
+                await datasette.set_instance_metadata(key, value)
+        for name in await _archive_databases(datasette):
+            await _apply_database(datasette, name, METADATA["databases"]["mirror"])
+
+    return apply
+
+
+TABLE_CONFIG_KEYS = {"fts_table", "fts_pk", "facets", "hidden", "label_column", "sort", "sort_desc", "size"}
+
+
+async def _archive_databases(datasette) -> list[str]:
+    """The attached databases that hold a mirror archive (our search index)."""
+    names = []
+    for name, db in datasette.databases.items():
+        if name != "_internal" and await db.table_exists(FTS_TABLE):
+            names.append(name)
+    return names
+
+
+async def _apply_database(datasette, name: str, ours: dict) -> None:
+    existing = await datasette.get_database_metadata(name)
+    for key in ("title", "description", "description_html"):
+        if key in ours and key not in existing:
+            await datasette.set_database_metadata(name, key, ours[key])
+    if datasette.config is None:
+        datasette.config = {}
+    configured = datasette.config.setdefault("databases", {}).setdefault(name, {}).setdefault("tables", {})
+    for table, options in ours["tables"].items():
+        existing = await datasette.get_resource_metadata(name, table)
+        for key in ("title", "description"):
+            if key in options and key not in existing:
+                await datasette.set_resource_metadata(name, table, key, options[key])
+        config = {k: v for k, v in options.items() if k in TABLE_CONFIG_KEYS}
+        configured[table] = {**config, **(configured.get(table) or {})}  # the user's options win
+    if hasattr(datasette, "add_query"):  # 1.0a31+: stored queries
+        for query, spec in ours["queries"].items():
+            if await datasette.get_query(name, query) is None:
+                await datasette.add_query(name, query, spec["sql"], title=spec["title"], description=spec["description"])
+
+
+@hookimpl
+def canned_queries(datasette, database):
+    """datasette 1.0a14 to 1.0a30: no get_metadata, no add_query yet, but this hook."""
+    if hasattr(datasette, "set_instance_metadata") and not hasattr(datasette, "add_query") and database == "mirror":
+        return METADATA["databases"]["mirror"]["queries"]
+    return None
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    """`/<db>/pages?_search=` without `_sort`: ranked by relevance (bm25), like `mirror search`."""
+    return lambda app: ranked_table_search(datasette, app)
 
 
 @hookimpl
 def register_routes():
     return [
+        (r"^/$", home_view),
         (r"^/-/mirror/search$", search_view),
         (r"^/-/mirror/page/(?P<id>\d+)$", reader_view),
         (r"^/-/mirror/snapshot/(?P<id>\d+)$", snapshot_view),

@@ -18,9 +18,10 @@ from markdown_it import MarkdownIt
 from ..extract import decode_html
 from ..search import search
 from ..warc import WarcLocation, read_payload
+from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
-# Untrusted pages: no script, no network; only inline styles and our own images.
-SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline'; frame-ancestors 'self'"
+# Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
+SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
 READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'"
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 _IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*)"[^>]*>')
@@ -148,13 +149,20 @@ async def resource_view(datasette, request):
         raise _Missing("this resource was not archived")
     _, body = read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
     content_type = row["content_type"] or "application/octet-stream"
+    headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
+    if is_stylesheet(content_type, url):  # served with its references made local
+        archived = await _archived_urls(db)
+        css = serve_css(body, content_type, url, lambda u: _resource_path(datasette, u) if u in archived else None)
+        return Response(css, content_type="text/css; charset=utf-8", headers=headers)
+    if is_font(content_type, url):  # fonts load in CORS mode, and a sandboxed snapshot's origin is opaque
+        return Response(body, content_type=content_type, headers={**headers, "Access-Control-Allow-Origin": "*"})
     if not content_type.startswith("image/"):
-        raise _Missing("only archived images are served here")
-    return Response(
-        body,
-        content_type=content_type,
-        headers={"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"},
-    )
+        raise _Missing("only archived images, stylesheets and fonts are served here")
+    return Response(body, content_type=content_type, headers=headers)
+
+
+async def _archived_urls(db) -> set[str]:
+    return {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
 
 
 def _folder(db) -> Path:
@@ -196,7 +204,9 @@ def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
         tree = lxml.html.document_fromstring(page)
     except (ValueError, lxml.etree.ParserError):
         return "<!doctype html><p>(this capture could not be parsed)</p>"
+    styles = collect_styles(tree, base)  # the cleaner drops <link>s and @imports
     tree = cleaner.clean_html(tree)
+    apply_styles(tree, styles, base, lambda url: _resource_path(datasette, url) if url in archived else None)
     for element in tree.iter("base"):
         element.drop_tree()
     for img in tree.iter("img"):

@@ -1,0 +1,94 @@
+"""The reading home at `/`: the seeds as written, seed → section → links, with each
+link's title, site, status and reader view; counts and the latest archived articles.
+
+Paged by link occurrence (the links table's primary key order), so a page costs
+the same at 100 or 100,000 links. datasette's table list is one click away.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from datasette import Response
+
+from ..requisites import web_url
+from .views import _archive, _views
+
+PER_PAGE = 200
+RECENT = 10
+STATUSES = ("archived", "no_text", "failed", "pending", "skipped")  # the pages.status vocabulary
+
+
+@_views
+async def home_view(datasette, request):
+    db = await _archive(datasette)
+    seed = request.args.get("seed") or None
+    try:
+        page = max(1, int(request.args.get("page", "1")))
+    except ValueError:
+        page = 1
+    counts = {row["status"]: row["n"] for row in await db.execute("select status, count(*) as n from pages group by status")}
+    seeds = [dict(r) for r in await db.execute("select seed, links, read_at from seeds order by seed")]
+    where, params = ("where links.seed = ?", [seed]) if seed else ("", [])
+    total = (await db.execute(f"select count(*) from links {where}", params)).single_value()
+    rows = await db.execute(
+        f"""select links.seed, links.line, links.section, links.title as link_title, links.url_as_written,
+                   pages.id, pages.url, pages.title, pages.sitename, pages.host, pages.status, pages.error,
+                   pages.error_message, pages.fetched_at, pages.date
+            from links left join pages on pages.url = links.url
+            {where} order by links.seed, links.line, links.col limit ? offset ?""",
+        [*params, PER_PAGE, (page - 1) * PER_PAGE],
+    )
+    recent = await db.execute(
+        "select id, title, url, sitename, host, fetched_at from pages where status = 'archived' "
+        "order by fetched_at desc limit ?",
+        [RECENT],
+    )
+    pages_count = -(-total // PER_PAGE) if total else 1
+
+    def page_url(number: int) -> str:
+        args = {"seed": seed} if seed else {}
+        if number > 1:
+            args["page"] = number
+        return datasette.urls.path("/") + ("?" + urlencode(args) if args else "")
+
+    context = {
+        "title": "mirror: your reading lists, archived",
+        "db_name": db.name,
+        "counts": [(status, counts.get(status, 0)) for status in STATUSES],
+        "total_pages": sum(counts.values()),
+        "seeds": seeds,
+        "seed": seed,
+        "grouped": _group(datasette, rows),
+        "recent": [_entry(datasette, dict(r)) for r in recent],
+        "page": page,
+        "pages_count": pages_count,
+        "links_total": total,
+        "prev_url": page_url(page - 1) if page > 1 else None,
+        "next_url": page_url(page + 1) if page < pages_count else None,
+        "seed_url": lambda name: datasette.urls.path("/") + "?" + urlencode({"seed": name}),
+    }
+    return Response.html(await datasette.render_template("mirror_home.html", context, request=request))
+
+
+def _entry(datasette, row: dict) -> dict:
+    return {
+        **row,
+        "reader": datasette.urls.path(f"/-/mirror/page/{row['id']}") if row.get("id") is not None else None,
+        "href": web_url(row["url"], "") if row.get("url") else None,  # only http(s) becomes a link
+        "site": row.get("sitename") or row.get("host") or "",
+    }
+
+
+def _group(datasette, rows) -> list[dict]:
+    """Rows in seed, line order as [{seed, sections: [{section, links}]}]."""
+    grouped: list[dict] = []
+    for row in rows:
+        row = _entry(datasette, dict(row))
+        if not grouped or grouped[-1]["seed"] != row["seed"]:
+            grouped.append({"seed": row["seed"], "sections": []})
+        sections = grouped[-1]["sections"]
+        if not sections or sections[-1]["section"] != row["section"]:
+            sections.append({"section": row["section"], "links": []})
+        sections[-1]["links"].append(row)
+    return grouped

@@ -1,0 +1,197 @@
+"""Page requisites: the stylesheets a captured page uses and what they reference.
+
+A snapshot without its CSS is a column of raw links. After a page is archived,
+its stylesheets (`<link rel=stylesheet>`, `@import`), and the fonts and images
+they and its `<style>` blocks reference, are captured into the WARC files like
+article images (same client, politeness and size limits) and recorded in the
+`resources` table. The snapshot view serves them back from the archive with
+every CSS reference rewritten by `rewrite_css`, so nothing loads from the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import tinycss2
+
+from . import warc
+from .extract import decode_html
+
+if TYPE_CHECKING:
+    from ._client import Exchange
+
+__all__ = ["MAX_REQUISITES", "capture_page", "captured_css", "css_references", "decode_css", "is_css", "page_requisites", "rewrite_css", "web_url"]
+
+MAX_REQUISITES = 60  # per page: a stylesheet maze never holds up the run
+
+
+def web_url(url: str, base: str) -> str | None:
+    """Absolute http(s) URL without fragment, or None (data:, javascript:, garbage)."""
+    try:
+        absolute = urldefrag(urljoin(base, url.strip())).url
+        scheme = urlsplit(absolute).scheme.lower()
+    except ValueError:
+        return None
+    return absolute if scheme in ("http", "https") else None
+
+
+def _walk(tokens, visit: Callable) -> None:
+    """Call `visit(tokens, index)` on every component value, depth first."""
+    for index, token in enumerate(tokens):
+        visit(tokens, index)
+        for child in (getattr(token, "content", None), getattr(token, "arguments", None)):  # blocks, functions
+            if isinstance(child, list):
+                _walk(child, visit)
+
+
+def _references(tokens) -> list[tuple[list, int, str]]:
+    """(token list, index, url) of every `url(…)` and `@import "…"` in parsed CSS."""
+    found = []
+
+    def visit(tokens, index) -> None:
+        token = tokens[index]
+        if token.type == "url":
+            found.append((tokens, index, token.value))
+        elif token.type == "function" and token.lower_name == "url":
+            strings = [t for t in token.arguments if t.type == "string"]
+            if strings:
+                found.append((tokens, index, strings[0].value))
+        elif token.type == "at-keyword" and token.lower_value == "import":
+            following = [t for t in tokens[index + 1 :] if t.type not in ("whitespace", "comment")]
+            if following and following[0].type == "string":
+                found.append((tokens, tokens.index(following[0]), following[0].value))
+
+    _walk(tokens, visit)
+    return found
+
+
+def _parse(css: str) -> list:
+    return tinycss2.parse_component_value_list(css, skip_comments=True)
+
+
+def css_references(css: str, base: str) -> list[str]:
+    """The http(s) URLs a stylesheet loads: @import, fonts, background images."""
+    urls = []
+    for _, _, url in _references(_parse(css)):
+        absolute = web_url(url, base)
+        if absolute and absolute not in urls:
+            urls.append(absolute)
+    return urls
+
+
+def rewrite_css(css: str, base: str, local: Callable[[str], str | None]) -> str:
+    """The stylesheet with each reference replaced by `local(absolute url)`, or
+    dropped (an empty `url()`) when that returns None: nothing left points at the web."""
+    tokens = _parse(css)
+    for parent, index, url in _references(tokens):
+        if url.strip().lower().startswith("data:"):
+            continue  # self-contained: loads nothing
+        absolute = web_url(url, base)
+        target = local(absolute) if absolute else None
+        replacement = tinycss2.ast.URLToken(0, 0, target or "", "url(" + _css_string(target or "") + ")")
+        if parent[index].type == "string":  # @import "x.css"
+            replacement = tinycss2.ast.StringToken(0, 0, target or "", _css_string(target or ""))
+        parent[index] = replacement
+    return tinycss2.serialize(tokens)
+
+
+def _css_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ") + '"'
+
+
+def page_requisites(html: str, base: str) -> list[str]:
+    """Stylesheets a page links, and what its `<style>` blocks and style attributes load."""
+    import lxml.html
+
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    base_href = next((b.get("href") for b in tree.iter("base") if b.get("href")), None)
+    if base_href:
+        base = web_url(base_href, base) or base
+    urls: list[str] = []
+
+    def add(url: str | None) -> None:
+        if url and url not in urls:
+            urls.append(url)
+
+    for link in tree.iter("link"):
+        if "stylesheet" in (link.get("rel") or "").lower().split() and link.get("href"):
+            add(web_url(link.get("href"), base))
+    for style in tree.iter("style"):
+        for url in css_references(style.text or "", base):
+            add(url)
+    for element in tree.xpath("//*[@style]"):
+        for url in css_references(element.get("style") or "", base):
+            add(url)
+    return urls
+
+
+async def capture(
+    html: str,
+    base: str,
+    fetch_all: Callable[[list[str]], Awaitable[None]],
+    stylesheet: Callable[[str], str | None],
+) -> int:
+    """Fetch a page's requisites level by level: its stylesheets, then what they load.
+
+    `fetch_all(urls)` captures URLs; `stylesheet(url)` is the captured CSS text
+    of one, or None. Returns how many URLs were asked for (at most MAX_REQUISITES).
+    """
+    level = page_requisites(html, base)
+    seen = set(level)
+    asked = 0
+    while level and asked < MAX_REQUISITES:
+        level = level[: MAX_REQUISITES - asked]
+        await fetch_all(level)
+        asked += len(level)
+        following = []
+        for url in level:
+            for found in css_references(stylesheet(url) or "", url):
+                if found not in seen:
+                    seen.add(found)
+                    following.append(found)
+        level = following
+    return asked
+
+
+async def capture_page(archive, page: Exchange, fetch_all: Callable[[list[str]], Awaitable[None]]) -> int:
+    """Requisites of a page just archived (an HTML capture), into the WARC files."""
+    if page.location is None or "html" not in (page.content_type or "").lower():
+        return 0
+    _, body = warc.read_payload(archive.path, page.location)
+    return await capture(decode_html(body, page.content_type), page.final_url, fetch_all, lambda url: captured_css(archive.path, archive.db, url))
+
+
+def captured_css(folder, db, url: str) -> str | None:
+    """The archived stylesheet at `url` as text, or None (not archived, not CSS)."""
+    row = db.execute(
+        "select warc_file, warc_offset, warc_length, content_type from resources "
+        "where url = ? and status = 'archived' order by fetched_at desc limit 1",
+        [url],
+    ).fetchone()
+    if row is None or not is_css(row[3], url):
+        return None
+    _, body = warc.read_payload(folder, warc.WarcLocation(row[0], row[1], row[2]))
+    return decode_css(body, row[3])
+
+
+def is_css(content_type: str | None, url: str) -> bool:
+    kind = (content_type or "").split(";")[0].strip().lower()
+    return kind == "text/css" or (kind in ("", "text/plain", "application/octet-stream") and urlsplit(url).path.endswith(".css"))
+
+
+def decode_css(body: bytes, content_type: str | None) -> str:
+    """CSS text: the header's charset, else @charset, else UTF-8 (bad bytes replaced)."""
+    charset = None
+    if content_type and "charset=" in content_type.lower():
+        charset = content_type.lower().split("charset=", 1)[1].split(";")[0].strip(" \"'")
+    elif body.startswith(b'@charset "'):
+        charset = body[10:].split(b'"', 1)[0].decode("ascii", "replace")
+    try:
+        return body.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return body.decode("utf-8", "replace")

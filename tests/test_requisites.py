@@ -1,0 +1,134 @@
+"""Page requisites: which URLs a page's styles load, captured by a real fetch and served
+back from the archive with every reference made local."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from urllib.parse import quote
+
+import pytest
+from datasette.app import Datasette
+
+from mirror.fetch import FetchOptions, run
+from mirror.requisites import css_references, page_requisites, rewrite_css
+from mirror.seeds import read_seeds
+from mirror.store import Archive
+
+from .webserver import PNG
+
+CSS = """@charset "utf-8";
+@import "theme.css";
+@import url(print.css) print;
+@font-face { font-family: F; src: url("../fonts/f.woff2") format("woff2"), url(data:font/woff2;base64,AAAA) format("woff2"); }
+body { background: #fff url( '/img/bg.png' ) no-repeat; }
+a { background-image: url(javascript:alert(1)); }
+/* url(commented-out.png) */
+"""
+
+
+def test_css_references_are_imports_fonts_and_images():
+    assert css_references(CSS, "http://h.test/css/site.css") == [
+        "http://h.test/css/theme.css",
+        "http://h.test/css/print.css",
+        "http://h.test/fonts/f.woff2",
+        "http://h.test/img/bg.png",
+    ]
+
+
+def test_rewrite_css_leaves_nothing_pointing_at_the_web():
+    local = {"http://h.test/css/theme.css": "/r?theme", "http://h.test/img/bg.png": "/r?bg"}
+    css = rewrite_css(CSS, "http://h.test/css/site.css", local.get)
+    assert '@import "/r?theme"' in css and 'url("/r?bg")' in css
+    assert "data:font/woff2;base64,AAAA" in css  # self-contained, kept
+    assert "print.css" not in css and "f.woff2" not in css and "javascript" not in css
+    assert "h.test" not in css
+    assert "font-family: F" in css and "no-repeat" in css  # the rest is untouched
+
+
+def test_page_requisites():
+    html = """<html><head><base href="http://cdn.test/assets/">
+    <link rel="stylesheet" href="a.css"><link rel="Alternate Stylesheet" href="b.css">
+    <link rel="icon" href="favicon.ico"><link rel="stylesheet" href="javascript:alert(1)">
+    <style>@import "c.css"; p { background: url(d.png) }</style></head>
+    <body><div style="background-image: url('e.jpg')"></div></body></html>"""
+    assert page_requisites(html, "http://h.test/page") == [
+        "http://cdn.test/assets/a.css",
+        "http://cdn.test/assets/b.css",
+        "http://cdn.test/assets/c.css",
+        "http://cdn.test/assets/d.png",
+        "http://cdn.test/assets/e.jpg",
+    ]
+    assert page_requisites("\x00 not html", "http://h.test/") == []
+
+
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Styled</title>
+<link rel="stylesheet" href="/css/site.css"><link rel="stylesheet" href="/css/missing.css">
+<style>h1 { background: url(/img/inline.png) } </style></head>
+<body><article><h1>Styled</h1><p>A page whose looks come from stylesheets: a linked one that imports another,
+a web font and background images, one of them referenced from an inline style block, and a stylesheet
+that is missing on the server, so that the snapshot has to do without it.</p></article></body></html>"""
+SITE = """@import "theme.css"; @font-face { font-family: P; src: url(/fonts/p.woff2) }
+body { background: url(/img/bg.png) } a { background: url(http://elsewhere.invalid/x.png) }"""
+EVIL_THEME = """p { color: red } </style><script>alert(1)</script>"""
+
+
+@pytest.fixture(scope="module")
+def styled_archive(tmp_path_factory):
+    from .webserver import HostileServer
+
+    folder = tmp_path_factory.mktemp("requisites")
+    with HostileServer() as web:
+        url = web.add("/page", PAGE.encode())
+        web.add("/css/site.css", SITE.encode(), content_type="text/css")
+        web.add("/css/theme.css", EVIL_THEME.encode(), content_type="text/css")
+        web.add("/fonts/p.woff2", b"wOF2 not really a font", content_type="application/octet-stream")
+        web.add("/img/bg.png", PNG, content_type="image/png")
+        web.add("/img/inline.png", PNG, content_type="image/png")
+        seeds = folder / "seeds"
+        seeds.mkdir()
+        (seeds / "s.md").write_text(f"- [Styled]({url})\n", encoding="utf-8")
+        with Archive(folder / "archive") as archive, archive.lock():
+            archive.record_inventory(read_seeds([seeds], base=folder))
+            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+    return folder / "archive", url
+
+
+def test_fetch_captures_stylesheets_imports_fonts_and_images(styled_archive):
+    archive_dir, url = styled_archive
+    with Archive(archive_dir) as archive:
+        resources = {r["url"].split("/", 3)[-1]: r["status"] for r in archive.db.query("select url, status from resources where page_url = ?", [url])}
+    assert resources == {
+        "css/site.css": "archived",
+        "css/missing.css": "failed",  # recorded with its reason, like every link
+        "css/theme.css": "archived",
+        "fonts/p.woff2": "archived",
+        "img/bg.png": "archived",
+        "img/inline.png": "archived",
+        "x.png": "failed",  # elsewhere.invalid: does not resolve
+    }
+
+
+def test_snapshot_serves_styles_from_the_archive(styled_archive):
+    archive_dir, url = styled_archive
+    ds = Datasette([str(archive_dir / "mirror.db")])
+    get = lambda path: asyncio.run(ds.client.get(path))  # noqa: E731
+    with Archive(archive_dir) as archive:
+        page_id = next(archive.db.query("select id from pages where url = ?", [url]))["id"]
+    snapshot = get(f"/-/mirror/snapshot/{page_id}")
+    html = snapshot.text
+    site = "/-/mirror/resource?url=" + quote(url.replace("/page", "/css/site.css"), safe="")
+    assert f'<link rel="stylesheet" href="{site}">' in html
+    assert "missing.css" not in html and "127.0.0.1" not in html.split("Archived copy of", 1)[1].split("</div>", 1)[1]
+    assert re.search(r"h1 \{ background: url\(\"/-/mirror/resource\?url=[^\"]+inline\.png\"\) \}", html)
+    csp = snapshot.headers["content-security-policy"]
+    assert csp.startswith("sandbox") and "default-src 'none'" in csp and "script-src" not in csp
+    css = get(site)
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert "127.0.0.1" not in css.text.replace(quote("http://127.0.0.1", safe=""), "")  # only local references
+    assert "elsewhere.invalid" not in css.text and 'url("")' in css.text
+    assert css.headers["x-content-type-options"] == "nosniff"
+    font = get("/-/mirror/resource?url=" + quote(url.replace("/page", "/fonts/p.woff2"), safe=""))
+    assert font.status_code == 200 and font.headers["access-control-allow-origin"] == "*"
+    theme = get("/-/mirror/resource?url=" + quote(url.replace("/page", "/css/theme.css"), safe=""))
+    assert theme.headers["content-type"].startswith("text/css")  # never served as HTML, whatever it holds
