@@ -251,13 +251,25 @@ class Archive:
                     self.db.execute("delete from links where seed = ? and line = ? and col = ?", [seed, line, col])
                 removed += len(stale)
                 self.db["seeds"].upsert({"seed": seed, "links": len(keep), "read_at": stamp}, pk="seed")
-            self.db["links"].upsert_all((_link_row(l) for l in inventory.links), pk=("seed", "line", "col"))
-            known = {row["url"] for row in self.db.query("select url from pages")}
+            # plain executemany: sqlite-utils' per-row work costs more than SQLite at 1e6 links
+            columns = list(_link_row(inventory.links[0])) if inventory.links else []
+            self.db.conn.executemany(
+                f"insert into links ({', '.join(columns)}) values ({', '.join('?' for _ in columns)}) "
+                "on conflict (seed, line, col) do update set "
+                + ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("seed", "line", "col")),
+                (tuple(_link_row(link).values()) for link in inventory.links),
+            )
+            known = {row[0] for row in self.db.execute("select url from pages")}
             new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
             next_id = self._next_page_id()
             for offset, row in enumerate(new_rows):
                 row["id"] = next_id + offset
-            self.db["pages"].insert_all(new_rows, pk="url", ignore=True)
+            if new_rows:
+                columns = list(new_rows[0])
+                self.db.conn.executemany(
+                    f"insert or ignore into pages ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
+                    (tuple(row.values()) for row in new_rows),
+                )
             self.db.execute(
                 """update pages set
                      seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
@@ -519,7 +531,8 @@ def _link_row(link: Link) -> dict[str, object]:
 
 
 def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
-    problem = urls.classify(links[0].url_as_written if links[0].skip_reason else url)
+    # seeds classified every link already: only a skipped one needs its message
+    problem = urls.classify(links[0].url_as_written) if links[0].skip_reason else None
     candidates = _candidates(links)
     return {
         "url": url,
