@@ -179,6 +179,8 @@ def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHe
             f.seek(location.offset)
             data = io.BytesIO(f.read(location.length))
         for record in ArchiveIterator(data):
+            if record.rec_type != "response" or record.http_headers is None:
+                break
             return record.http_headers, record.content_stream().read()
     except OSError as exc:
         raise WarcError(f"{where}: cannot read ({exc.strerror or type(exc).__name__})") from None
