@@ -13,8 +13,12 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+import sqlite_utils
 
 from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
@@ -65,9 +69,16 @@ def served_archive(tmp_path, web):
         archive.record_inventory(read_seeds([seeds], base=tmp_path))
         run(archive, FetchOptions(delay=0, retries=0, workers=1))
     web.shutdown()  # the browser must need nothing but the archive
+    with serving(tmp_path / "archive") as base:
+        yield base
+
+
+@contextmanager
+def serving(archive: Path):
+    """`mirror serve` on a free port; yields its base URL."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(tmp_path / "archive")],
+        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(archive)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -81,16 +92,19 @@ def served_archive(tmp_path, web):
     else:
         server.kill()
         pytest.fail("mirror serve did not start: " + server.stderr.read().decode())
-    yield f"http://127.0.0.1:{port}"
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
-def test_search_in_chromium_and_read_the_article(served_archive):
+@contextmanager
+def chromium_page():
+    """A headless Debian chromium page (Playwright drives it; nothing is downloaded)."""
     chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
@@ -99,37 +113,81 @@ def test_search_in_chromium_and_read_the_article(served_archive):
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"],
         )
         try:
-            page = browser.new_page()
-            page.goto(served_archive + "/mirror/pages")
-            box = page.locator('input[name="_search"]')
-            box.fill("显存")
-            box.press("Enter")
-            page.wait_for_url("**_search=*")
-            page.screenshot(path=str(ARTIFACTS / "table-search.png"), full_page=True)
-            first_hit = page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first
-            assert first_hit.inner_text() == "显存优化实战"
-            first_hit.click()
-            page.wait_for_url("**/-/mirror/page/*")
-            article = page.locator("article.mirror-article")
-            article.wait_for(state="visible")
-            assert "零冗余优化器" in article.inner_text()
-            assert article.is_visible()
-            assert page.locator("article.mirror-article img").evaluate("img => img.complete && img.naturalWidth") == 1
-            page.screenshot(path=str(ARTIFACTS / "reader.png"), full_page=True)
-
-            page.click("text=the archived page as captured")
-            page.wait_for_url("**/-/mirror/snapshot/*")
-            assert "零冗余优化器" in page.locator("body").inner_text()
-            assert page.title() == "显存优化实战"  # the page's script did not run
-            assert page.locator("img").evaluate("img => img.complete && img.naturalWidth") == 1
-            page.screenshot(path=str(ARTIFACTS / "snapshot.png"), full_page=True)
-
-            page.goto(served_archive + "/-/mirror/search")
-            page.fill('input[name="q"]', "显存")
-            page.press('input[name="q"]', "Enter")
-            page.wait_for_selector("li.hit a.reader-link")
-            assert page.locator("li.hit mark").first.inner_text() == "显存"
-            page.screenshot(path=str(ARTIFACTS / "search-page.png"), full_page=True)
+            yield browser.new_page()
         finally:
             browser.close()
+
+
+def test_search_in_chromium_and_read_the_article(served_archive):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium_page() as page:
+        page.goto(served_archive + "/mirror/pages")
+        box = page.locator('input[name="_search"]')
+        box.fill("显存")
+        box.press("Enter")
+        page.wait_for_url("**_search=*")
+        page.screenshot(path=str(ARTIFACTS / "table-search.png"), full_page=True)
+        first_hit = page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first
+        assert first_hit.inner_text() == "显存优化实战"
+        first_hit.click()
+        page.wait_for_url("**/-/mirror/page/*")
+        article = page.locator("article.mirror-article")
+        article.wait_for(state="visible")
+        assert "零冗余优化器" in article.inner_text()
+        assert article.is_visible()
+        assert page.locator("article.mirror-article img").evaluate("img => img.complete && img.naturalWidth") == 1
+        page.screenshot(path=str(ARTIFACTS / "reader.png"), full_page=True)
+
+        page.click("text=the archived page as captured")
+        page.wait_for_url("**/-/mirror/snapshot/*")
+        assert "零冗余优化器" in page.locator("body").inner_text()
+        assert page.title() == "显存优化实战"  # the page's script did not run
+        assert page.locator("img").evaluate("img => img.complete && img.naturalWidth") == 1
+        page.screenshot(path=str(ARTIFACTS / "snapshot.png"), full_page=True)
+
+        page.goto(served_archive + "/-/mirror/search")
+        page.fill('input[name="q"]', "显存")
+        page.press('input[name="q"]', "Enter")
+        page.wait_for_selector("li.hit a.reader-link")
+        assert page.locator("li.hit mark").first.inner_text() == "显存"
+        page.screenshot(path=str(ARTIFACTS / "search-page.png"), full_page=True)
     assert (ARTIFACTS / "reader.png").stat().st_size > 1000
+
+
+@pytest.mark.hostile
+def test_hostile_archive_raises_no_dialog_in_chromium(tmp_path):
+    """Reader, search and table views of hostile pages: no script of theirs runs (issue 10)."""
+    from . import hostile_archive
+
+    archive = hostile_archive.build(tmp_path)
+    ids = {row["url"]: row["id"] for row in sqlite_utils.Database(archive / "mirror.db").query("select id, url from pages")}
+    dialogs, violations = [], []
+    with serving(archive) as base, chromium_page() as page:
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
+        views = [f"/-/mirror/page/{i}" for i in ids.values()] + [
+            "/-/mirror/search?q=hostile",
+            "/-/mirror/search?q=" + quote("<script>alert(1)</script>"),
+            "/-/mirror/search?q=markup",
+            "/mirror/pages?_search=hostile",
+            "/mirror/pages",
+            "/mirror/links",
+            "/mirror/pages?status=skipped",
+        ]
+        for view in views:
+            response = page.goto(base + view)
+            assert response.status == 200, view
+            page.wait_for_load_state("load")
+            assert not page.locator("a[href^='javascript:' i]").count(), view
+            for link in page.locator("a[href]").all():  # click every link an archived page put there
+                href = link.get_attribute("href") or ""
+                assert href.startswith(("/", "http://", "https://", "?", "#")), (view, href)
+        page.goto(base + f"/-/mirror/page/{ids[hostile_archive.BOOKMARKLET]}")
+        original = page.locator("dt:text('Original') + dd")
+        assert original.inner_text() == hostile_archive.BOOKMARKLET and not original.locator("a").count()
+        page.goto(base + f"/-/mirror/page/{next(i for u, i in ids.items() if u.endswith('/xss-alt'))}")
+        page.locator("article.mirror-article a", has_text="click javascript").click()
+        page.wait_for_timeout(300)
+        assert "[image not archived: <img src=x onerror=alert('alt')//]" in page.locator("article").inner_text()
+    assert dialogs == [], dialogs
+    assert violations == [], violations  # not even a blocked attempt: nothing tried to run
