@@ -47,7 +47,7 @@ _MARK_START, _MARK_END = "\x02", "\x03"
 # page, datasette's table search) goes through build_match and these limits.
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 16  # distinct words and phrases; repeats count once
-MAX_LIMIT = 500  # hits per search
+MAX_LIMIT = 1000  # hits per search
 TIME_LIMIT = 5.0  # seconds of SQLite work per search
 
 
