@@ -236,9 +236,10 @@ def _kind(line: str) -> str:
     stripped = line.strip()
     if not stripped:
         return "blank"
-    if _URL.search(line) or _MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line):
-        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip()
-        return "url" if not rest and _URL.search(line) else "inline"
+    has_url = ":" in line and _URL.search(line)
+    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
+        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip() if has_url else True
+        return "url" if not rest else "inline"
     if _HEADING.match(line):
         return "heading"
     if _RULE.match(line):
@@ -265,6 +266,13 @@ class _Spans:
     def take(self, start: int, end: int) -> None:
         self.pending.append((start, end))  # a pass's own matches never overlap each other
 
+    def outside(self, line: str) -> str:
+        """The text of `line` that no link has taken."""
+        if not self.starts:
+            return line
+        bounds = [0, *(x for pair in zip(self.starts, self.ends, strict=True) for x in pair), len(line)]
+        return "".join(line[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2))
+
     def commit(self) -> None:
         if self.pending:
             spans = sorted([*zip(self.starts, self.ends, strict=True), *self.pending])
@@ -272,19 +280,24 @@ class _Spans:
             self.pending = []
 
 
+def _may_link(line: str) -> bool:
+    """Cheap test before the costly patterns: every link form holds one of these."""
+    return "." in line or "](" in line or "<" in line
+
+
 def _find_links(line: str) -> list[_Found]:
     hits: list[_Found] = []
     taken = _Spans()
-    for m in _MD_LINK.finditer(line):
+    for m in _MD_LINK.finditer(line) if "](" in line else ():
         hits.append(_Found(m.start(3), m.end(3), m[3], _clean_title(m[2]) or None))
         taken.take(m.start(), m.end())
     taken.commit()
-    for m in _HTML_A.finditer(line):
+    for m in _HTML_A.finditer(line) if "<" in line else ():
         if taken.free(m.start(), m.end()):
-            hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(re.sub(r"<[^>]+>", "", m[2])) or None))
+            hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(_TAG.sub("", m[2])) or None))
             taken.take(m.start(), m.end())
     taken.commit()
-    for m in _URL.finditer(line):
+    for m in _URL.finditer(line) if ":" in line else ():
         if not taken.free(m.start(), m.end()):
             continue
         written = _trim_url(m[0])
@@ -292,7 +305,7 @@ def _find_links(line: str) -> list[_Found]:
         hits.append(_Found(m.start(), m.start() + len(written), written, None, glued))
         taken.take(m.start(), m.start() + len(written))
     taken.commit()
-    for m in _BARE_DOMAIN.finditer(line):
+    for m in _BARE_DOMAIN.finditer(line) if "." in taken.outside(line) else ():
         if not taken.free(m.start(), m.end()):
             continue
         start, written = _unglue_domain(line, m.start(), m[1]), _trim_url(m[0])
@@ -358,10 +371,16 @@ def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
     return _clean_title(line[hit.end:next_start]) or None
 
 
+_EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")
+_SPACES = re.compile(r"\s+")
+_TAG = re.compile(r"<[^>]+>")
+
+
 def _clean_title(text: str) -> str:
     text = _BULLET.sub("", text.strip(), count=1)
-    text = re.sub(r"\*\*|(?<!\w)\*|\*(?!\w)|`", "", text)
-    text = re.sub(r"\s+", " ", text)
+    if "*" in text or "`" in text:
+        text = _EMPHASIS.sub("", text)
+    text = _SPACES.sub(" ", text)
     return text.strip(" \t-–—|>:：,，;；").strip()
 
 

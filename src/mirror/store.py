@@ -536,13 +536,21 @@ def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
     candidates = _candidates(links)
     return {
         "url": url,
-        "host": urlsplit(url).hostname if not problem else None,
+        "host": _host(url) if not problem else None,
         "status": "skipped" if problem else "pending",
         "error": problem[0] if problem else None,
         "error_message": problem[1] if problem else None,
         "candidates": json.dumps(candidates) if candidates else None,
         "first_seen": stamp,
     }
+
+
+def _host(url: str) -> str | None:
+    """urlsplit(url).hostname, with a fast path for the plain `scheme://host[:port]/…` of a normalized URL."""
+    netloc = url.partition("://")[2].partition("/")[0].partition("?")[0].partition("#")[0]
+    if not netloc or "@" in netloc or "[" in netloc or "%" in netloc:
+        return urlsplit(url).hostname
+    return netloc.partition(":")[0].lower() or None
 
 
 def _candidates(links: list[Link]) -> list[str]:
