@@ -232,8 +232,9 @@ def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
 
     def local_image(match: re.Match) -> str:
         src = urldefrag(urljoin(base, html.unescape(match[1]))).url
-        if src in archived:
-            return match[0].replace(match[1], html.escape(_resource_path(datasette, src)), 1)
+        if src in archived:  # swap the src value itself (the same text may sit in alt too)
+            tag, start, end = match[0], match.start(1) - match.start(), match.end(1) - match.start()
+            return tag[:start] + html.escape(_resource_path(datasette, src)) + tag[end:]
         alt = _ALT.search(match[0])
         alt_text = html.escape(html.unescape(alt[1])) if alt else ""
         return f'<span class="missing-image">[image not archived{": " + alt_text if alt_text else ""}]</span>'
