@@ -237,7 +237,8 @@ def test_warc_paths_are_confined_to_the_archive(tmp_path, archive):
         assert response.status_code == 404, (end, response.status_code)
         assert "root:x" not in response.text and "TOPSECRET" not in response.text and "HIDDEN" not in response.text
     for location in (WarcLocation("../../passwd", 0, 100), WarcLocation(str(secret), 0, 100),
-                     WarcLocation("notes.txt", 0, 100), WarcLocation("", 0, 10), WarcLocation("notes.txt", -1, 10)):
+                     WarcLocation("notes.txt", 0, 100), WarcLocation("", 0, 10), WarcLocation("notes.txt", -1, 10),
+                     WarcLocation("a\x00b", 0, 10)):
         with pytest.raises(WarcError) as error:
             read_payload(crafted, location)
         assert "root:x" not in str(error.value) and "HIDDEN" not in str(error.value)

@@ -168,8 +168,8 @@ def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHe
     """
     folder = (Path(archive_dir) / WARC_DIR).resolve()
     name = str(location.file or "")
-    path = (folder / name).resolve()
-    if not name or "\x00" in name or not path.is_relative_to(folder) or path == folder:
+    path = (folder / name).resolve() if name and "\x00" not in name else folder
+    if not path.is_relative_to(folder) or path == folder:
         raise WarcError(f"{name[:200]!r} is not a file in the archive's {WARC_DIR}/ folder")
     if not isinstance(location.offset, int) or not isinstance(location.length, int) or location.offset < 0 or location.length <= 0:
         raise WarcError(f"{name[:200]!r}: bad offset or length")
