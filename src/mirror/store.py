@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import operator
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -252,12 +253,11 @@ class Archive:
                 removed += len(stale)
                 self.db["seeds"].upsert({"seed": seed, "links": len(keep), "read_at": stamp}, pk="seed")
             # plain executemany: sqlite-utils' per-row work costs more than SQLite at 1e6 links
-            columns = list(_link_row(inventory.links[0])) if inventory.links else []
             self.db.conn.executemany(
-                f"insert into links ({', '.join(columns)}) values ({', '.join('?' for _ in columns)}) "
+                f"insert into links ({', '.join(_LINK_COLUMNS)}) values ({', '.join('?' for _ in _LINK_COLUMNS)}) "
                 "on conflict (seed, line, col) do update set "
-                + ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("seed", "line", "col")),
-                (tuple(_link_row(link).values()) for link in inventory.links),
+                + ", ".join(f"{c} = excluded.{c}" for c in _LINK_COLUMNS if c not in ("seed", "line", "col")),
+                map(_link_values, inventory.links),
             )
             known = {row[0] for row in self.db.execute("select url from pages")}
             new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
@@ -276,9 +276,9 @@ class Archive:
                      sections = (select json_group_array(distinct section) from links
                                  where links.url = pages.url and section is not null)"""
             )
-            for url, links in pages.items():
-                candidates = _candidates(links)
-                if url in known and candidates:
+            for url in known.intersection(pages):
+                candidates = _candidates(pages[url])
+                if candidates:
                     self.db["pages"].update(url, {"candidates": json.dumps(candidates)})
         return InventoryStats(
             links=len(inventory.links),
@@ -518,16 +518,8 @@ def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, obj
         db.conn.executemany(sql, [[row[c] for c in columns] for row in rows])
 
 
-def _link_row(link: Link) -> dict[str, object]:
-    return {
-        "seed": link.seed,
-        "line": link.line,
-        "col": link.col,
-        "url": link.url,
-        "url_as_written": link.url_as_written,
-        "title": link.title,
-        "section": link.section,
-    }
+_LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section")
+_link_values = operator.attrgetter(*_LINK_COLUMNS)  # a links row as a tuple, in that order
 
 
 def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
