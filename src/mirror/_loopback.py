@@ -31,7 +31,7 @@ def loopback_hosts_only(app, allowed: set[str] = frozenset()):
     allowed = {name.lower() for name in allowed}
 
     async def guarded(scope, receive, send):
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] == "http":  # datasette serves no websockets; lifespan passes through
             header = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
             match = _HOST_PORT.fullmatch(header.strip())
             name = match[1] if match else ""

@@ -270,14 +270,20 @@ class _Spans:
         """The text of `line` that no link has taken."""
         if not self.starts:
             return line
+        if len(self.starts) == 1:
+            return line[: self.starts[0]] + line[self.ends[0] :]
         bounds = [0, *(x for pair in zip(self.starts, self.ends, strict=True) for x in pair), len(line)]
         return "".join(line[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2))
 
     def commit(self) -> None:
-        if self.pending:
+        if not self.pending:
+            return
+        if not self.starts:  # a pass's matches come in order
+            self.starts, self.ends = [a for a, _ in self.pending], [b for _, b in self.pending]
+        else:
             spans = sorted([*zip(self.starts, self.ends, strict=True), *self.pending])
             self.starts, self.ends = [a for a, _ in spans], [b for _, b in spans]
-            self.pending = []
+        self.pending = []
 
 
 def _may_link(line: str) -> bool:
