@@ -323,3 +323,16 @@ def test_links_prints_a_summary_past_a_few_hundred_rows_and_json_prints_all(cli,
     assert "https://example.com/p/999" not in result.output
     as_json = cli("links", "--json")
     assert len(json.loads(as_json.stdout)) == 1001
+
+
+def test_html_seed_sections_come_from_the_heading_before_each_link():
+    from mirror._html_seeds import parse_html
+
+    parts = "".join(
+        f"<h2>Part {k}</h2>" + "".join(f"<p><a href='https://e.com/{k}/{i}'>x</a></p>" for i in range(1000)) for k in range(5)
+    )
+    links = parse_html(f"<html><body><p><a href='https://e.com/first'>first</a></p>{parts}"
+                       "<h3><a href='https://e.com/in-heading'>in</a></h3></body></html>", "s.html")
+    assert links[0].section is None
+    assert [link.section for link in links[1:-1]] == [f"Part {k}" for k in range(5) for _ in range(1000)]
+    assert links[-1].section == "Part 4"  # a link inside a heading: the heading before it, as XPath's preceding::
