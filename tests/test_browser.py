@@ -16,8 +16,10 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+import sqlite_utils
 
 from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
@@ -242,3 +244,44 @@ def test_snapshot_looks_like_the_live_page(tmp_path, web):
     (ARTIFACTS / "styled-card-live.png").write_bytes(live_card)
     (ARTIFACTS / "styled-card-snapshot.png").write_bytes(snapshot_card)
     assert snapshot_card == live_card
+
+
+@pytest.mark.hostile
+def test_hostile_archive_raises_no_dialog_in_chromium(tmp_path):
+    """Reader, search and table views of hostile pages: no script of theirs runs (issue 10)."""
+    from . import hostile_archive
+
+    archive = hostile_archive.build(tmp_path)
+    ids = {row["url"]: row["id"] for row in sqlite_utils.Database(archive / "mirror.db").query("select id, url from pages")}
+    dialogs, violations = [], []
+    chromium_or_skip()
+    with mirror_serve(archive) as base, chromium() as browser:
+        page = browser.new_page()
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
+        views = ["/"] + [f"/-/mirror/page/{i}" for i in ids.values()] + [
+            "/-/mirror/search?q=hostile",
+            "/-/mirror/search?q=" + quote("<script>alert(1)</script>"),
+            "/-/mirror/search?q=markup",
+            "/mirror/pages?_search=hostile",
+            "/mirror/pages",
+            "/mirror/links",
+            "/mirror/pages?status=skipped",
+        ]
+        for view in views:
+            response = page.goto(base + view)
+            assert response.status == 200, view
+            page.wait_for_load_state("load")
+            assert not page.locator("a[href^='javascript:' i]").count(), view
+            for link in page.locator("a[href]").all():  # click every link an archived page put there
+                href = link.get_attribute("href") or ""
+                assert href.startswith(("/", "http://", "https://", "?", "#")), (view, href)
+        page.goto(base + f"/-/mirror/page/{ids[hostile_archive.BOOKMARKLET]}")
+        original = page.locator("dt:text('Original') + dd")
+        assert original.inner_text() == hostile_archive.BOOKMARKLET and not original.locator("a").count()
+        page.goto(base + f"/-/mirror/page/{next(i for u, i in ids.items() if u.endswith('/xss-alt'))}")
+        page.locator("article.mirror-article a", has_text="click javascript").click()
+        page.wait_for_timeout(300)
+        assert "[image not archived: <img src=x onerror=alert('alt')//]" in page.locator("article").inner_text()
+    assert dialogs == [], dialogs
+    assert violations == [], violations  # not even a blocked attempt: nothing tried to run

@@ -18,6 +18,7 @@ def parse_html(text: str, seed: str) -> list[Link]:
         return []
     links: list[Link] = []
     per_line: dict[int, int] = {}
+    headings = _headings_before_anchors(root)
     for anchor in root.iter("a"):
         href = (anchor.get("href") or "").strip()
         if not href:
@@ -33,14 +34,29 @@ def parse_html(text: str, seed: str) -> list[Link]:
                 line=line,
                 col=per_line[line],
                 title=" ".join(anchor.text_content().split()) or None,
-                section=_section(anchor),
+                section=_section(anchor, headings.get(anchor)),
                 skip_reason=reason,
             )
         )
     return links
 
 
-def _section(anchor: lxml.html.HtmlElement) -> str | None:
+def _headings_before_anchors(root) -> dict:
+    """Each <a> -> the last heading that ends before it, in one pass over the document.
+
+    (An XPath `preceding::` per anchor would read the document once per link.)
+    """
+    nearest: dict = {}
+    last = None
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        if event == "start" and element.tag == "a":
+            nearest[element] = last
+        elif event == "end" and element.tag in _HEADINGS:
+            last = element
+    return nearest
+
+
+def _section(anchor: lxml.html.HtmlElement, heading_before) -> str | None:
     """The innermost bookmark folder (<DT><H3>name</H3><DL>...) or nearest heading."""
     for ancestor in anchor.iterancestors("dl"):
         previous = ancestor.getprevious()
@@ -53,5 +69,6 @@ def _section(anchor: lxml.html.HtmlElement) -> str | None:
             heading = next(parent.iter("h3"), None)
             if heading is not None:
                 return " ".join(heading.text_content().split()) or None
-    heading = anchor.xpath("preceding::*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6][1]")
-    return " ".join(heading[0].text_content().split()) or None if heading else None
+    if heading_before is None:
+        return None
+    return " ".join(heading_before.text_content().split()) or None

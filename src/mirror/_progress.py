@@ -14,8 +14,10 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.markup import escape
 from rich.table import Table
 
+from ._text import strip_controls
 from .fetch import PageResult, Summary
 
 
@@ -29,7 +31,7 @@ class FetchReporter:
 
     def start(self, summary: Summary) -> None:
         for repaired in summary.repaired_warcs:
-            self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {repaired}")
+            self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {escape(str(repaired))}")
         if not self.live:
             self.console.print(f"fetching {summary.total} pages")
             return
@@ -59,7 +61,8 @@ class FetchReporter:
         extra = f"  ({final.message})" if not result.ok and final.message else ""
         via = f"  via {final.final_url}" if result.ok and final.final_url != result.url else ""
         # a plain line, written directly: rich markup costs more than the page when piped
-        self.console.file.write(f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}\n")
+        line = f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}"
+        self.console.file.write(strip_controls(line.replace("\n", " ")) + "\n")
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -74,7 +77,7 @@ def summary_table(summary: Summary) -> Table:
     for status, count in summary.statuses.most_common():
         table.add_row(status, str(count))
     for error, count in summary.errors.most_common():
-        table.add_row(f"  reason: {error}", str(count))
+        table.add_row(escape(f"  reason: {error}"), str(count))
     for host, seconds, pages in summary.slowest_hosts(3):
-        table.add_row(f"slow host: {host}", f"{seconds:.2f} s × {pages}")
+        table.add_row(escape(strip_controls(f"slow host: {host}")), f"{seconds:.2f} s × {pages}")
     return table

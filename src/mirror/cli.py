@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
@@ -10,8 +11,11 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from ._text import strip_controls
+from .search import MAX_LIMIT
 from .seeds import Inventory, SeedError, links_from_urls, read_seeds
 from .store import Archive, ArchiveError
 
@@ -48,8 +52,19 @@ def _root() -> None:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {safe(message)}")
     raise typer.Exit(code)
+
+
+def safe(value: object) -> str:
+    """Untrusted text for rich: no control characters (terminal escapes) and no markup."""
+    return escape(strip_controls(str(value)))
+
+
+def print_json(data: object) -> None:
+    """JSON on stdout; C1 controls and DEL escaped too (json.dumps leaves them raw)."""
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    print(re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}", text))
 
 
 def _inventory(sources: list[str] | None) -> Inventory:
@@ -65,7 +80,7 @@ def _inventory(sources: list[str] | None) -> Inventory:
     inventory.links.extend(extra.links)
     inventory.seeds.extend(extra.seeds)
     for warning in inventory.warnings:
-        err.print(f"[yellow]warning:[/] {warning}")
+        err.print(f"[yellow]warning:[/] {safe(warning)}")
     return inventory
 
 
@@ -92,13 +107,18 @@ def links(
             row["candidates"] = list(link.candidates)
             row["status"] = "skipped" if link.skip_reason else "pending"
             rows.append(row)
-        print(json.dumps(rows, ensure_ascii=False, indent=2))
-    else:
+        print_json(rows)
+    elif len(inventory.links) <= TABLE_ROWS:
         out.print(_links_table(inventory.links))
+    else:
+        out.print(_links_summary(inventory))
     err.print(
         f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
-        f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {archive / 'mirror.db'}"
+        f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / 'mirror.db')}"
     )
+
+
+TABLE_ROWS = 300  # more links than this: a summary per seed (drawing a huge table takes minutes)
 
 
 STORAGE_ERRORS = (OSError, sqlite3.Error)
@@ -120,7 +140,25 @@ def _links_table(links: list) -> Table:
     for link in links:
         seed = link.seed.rsplit("/", 1)[-1]
         note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
-        table.add_row(f"{seed}:{link.line}", link.section or "", link.title or "", link.url, note)
+        cells = (f"{seed}:{link.line}", link.section or "", link.title or "", link.url, note)
+        table.add_row(*(safe(cell) for cell in cells))
+    return table
+
+
+def _links_summary(inventory: Inventory) -> Table:
+    """Links, pages and skipped links per seed, for inventories too long to list."""
+    from collections import Counter
+
+    links, skipped, pages = Counter(), Counter(), {}
+    for link in inventory.links:
+        links[link.seed] += 1
+        skipped[link.seed] += bool(link.skip_reason)
+        pages.setdefault(link.seed, set()).add(link.url)
+    table = Table("seed", title=f"{len(inventory.links)} links: too many to list, use --json for every one")
+    for column in ("links", "pages", "skipped"):
+        table.add_column(column, justify="right")
+    for seed, count in links.items():
+        table.add_row(safe(seed), str(count), str(len(pages[seed])), str(skipped[seed]))
     return table
 
 
@@ -200,7 +238,7 @@ def fetch(
         raise typer.Exit(130) from None
     reporter.stop()
     if as_json:
-        print(json.dumps(summary.as_dict(), ensure_ascii=False, indent=2))
+        print_json(summary.as_dict())
     else:
         err.print(summary_table(summary))
 
@@ -227,34 +265,35 @@ def reindex(
 def search_command(
     query: Annotated[str, typer.Argument(help="Words (all must match), \"a phrase\", prefix*; Chinese works.")],
     archive: ArchiveDir = Path("archive"),
-    limit: Annotated[int, typer.Option(min=1, help="At most this many hits.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="At most this many hits.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON array.")] = False,
     site: Annotated[str | None, typer.Option(help="Only pages from this host or site name.")] = None,
     seed: Annotated[str | None, typer.Option(help="Only pages linked from this seed file.")] = None,
     section: Annotated[str | None, typer.Option(help="Only pages linked under this section.")] = None,
 ) -> None:
     """Full-text search across saved articles, ranked (title above body)."""
-    from rich.markup import escape
-
-    from .search import search
+    from .search import SearchError, search
 
     try:
         with Archive(archive, create=False) as store:
             hits = search(store.db, query, limit=limit, site=site, seed=seed, section=section)
+    except SearchError as exc:
+        fail(str(exc), code=2)
     except ArchiveError as exc:
         fail(str(exc))
     except STORAGE_ERRORS as exc:
         storage_failure(archive, exc)
     if as_json:
-        print(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
+        print_json([h.as_dict() for h in hits])
         return
     if not hits:
-        err.print(f"no saved article matches {query!r}")
+        err.print(f"no saved article matches {safe(repr(query))}")
         return
     for n, hit in enumerate(hits, 1):
-        snippet = escape(hit.as_dict(("\x02", "\x03"))["snippet"]).replace("\x02", "[bold yellow]").replace("\x03", "[/]")
-        out.print(f"[bold]{n}. {escape(hit.title or hit.url)}[/]")
-        out.print(f"   [cyan]{escape(hit.url)}[/]  {escape(hit.sitename or '')} {escape(hit.date or '')}".rstrip())
+        snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
+        snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
+        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]")
+        out.print(f"   [cyan]{safe(hit.url)}[/]  {safe(hit.sitename or '')} {safe(hit.date or '')}".rstrip())
         out.print(f"   {snippet}\n")
 
 
@@ -265,7 +304,6 @@ def show(
 ) -> None:
     """Show a saved article as Markdown, with its metadata and where it came from."""
     from rich.markdown import Markdown
-    from rich.markup import escape
 
     from .urls import normalize
 
@@ -283,20 +321,22 @@ def show(
             origins = list(store.db.query("select seed, line, section, title from links where url = ? order by seed, line", [row["url"]]))
     except ArchiveError as exc:
         fail(str(exc))
-    out.print(f"[bold]{escape(row['title'] or row['url'])}[/]")
+    except STORAGE_ERRORS as exc:
+        storage_failure(archive, exc)
+    out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
     facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
              ("date", row["date"]), ("language", row["language"]), ("captured", row["fetched_at"]), ("error", row["error_message"])]
     for name, value in facts:
         if value:
-            out.print(f"[dim]{name}:[/] {escape(str(value))}")
+            out.print(f"[dim]{name}:[/] {safe(value)}")
     for origin in origins:
         where = f"{origin['seed']}:{origin['line']}" + (f" ({origin['section']})" if origin["section"] else "")
-        out.print(f"[dim]from:[/] {escape(where)}")
+        out.print(f"[dim]from:[/] {safe(where)}")
     out.print()
     if row["markdown"]:
-        out.print(Markdown(row["markdown"]))
+        out.print(Markdown(strip_controls(row["markdown"])))
     elif row["description"]:
-        out.print(escape(row["description"]))
+        out.print(safe(row["description"]))
     else:
         out.print("[dim](no article text saved for this page)[/]")
 
@@ -305,7 +345,8 @@ def show(
 def serve(
     archive: ArchiveDir = Path("archive"),
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8001,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Address to listen on. On a loopback address only requests for localhost names are answered.")] = "127.0.0.1",
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Also answer requests for this host name (repeatable), e.g. behind a proxy.")] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
 ) -> None:
     """Browse and search the archive offline with datasette."""
@@ -315,17 +356,22 @@ def serve(
     import uvicorn
     from datasette.app import Datasette
 
+    from ._loopback import is_loopback_address, loopback_hosts_only
+
     db_path = archive / "mirror.db"
     if not db_path.is_file():
         fail(f"{db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
     with Archive(archive):  # brings an older database up to the current schema
         pass
     datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
+    app_ = datasette.app()
+    if is_loopback_address(host):  # DNS rebinding: a web page must not reach this server
+        app_ = loopback_hosts_only(app_, set(allow_host or ()))
     url = f"http://{host}:{port}/-/mirror/search"
-    err.print(f"serving {db_path} at http://{host}:{port}/ (search: {url}); Ctrl-C stops")
+    err.print(f"serving {safe(db_path)} at http://{safe(host)}:{port}/ (search: {safe(url)}); Ctrl-C stops")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, [url]).start()
     try:
-        uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
+        uvicorn.run(app_, host=host, port=port, log_level="warning")
     except OSError as exc:
         fail(f"cannot listen on {host}:{port} ({exc.strerror})")

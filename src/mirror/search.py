@@ -17,11 +17,18 @@ the standard tokenizer, and any sqlite3 client reads it.
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sqlite_utils
 
-__all__ = ["FTS_TABLE", "Hit", "bigrams", "build_match", "cjk_words", "desegment", "search", "segment"]
+__all__ = [
+    "FTS_TABLE", "MAX_LIMIT", "Hit", "SearchError", "SearchTimeout", "bigrams", "build_match", "check_query",
+    "cjk_words", "desegment", "parse_limit", "search", "segment",
+]
 
 FTS_TABLE = "pages_fts"
 FTS_COLUMNS = ("title", "text", "author", "sitename")  # the pages columns searched
@@ -35,6 +42,21 @@ _CJK = re.compile(f"[{_CJK_CLASS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]{{2,}}")
 _CJK_GAP = re.compile(f"(?<=[{_CJK_CLASS}])([^{_CJK_CLASS}\\w]+)(?=[{_CJK_CLASS}])")
 _MARK_START, _MARK_END = "\x02", "\x03"
+
+# Bounds on what one search may cost: every path (CLI, JSON API, the plugin's
+# page, datasette's table search) goes through build_match and these limits.
+MAX_QUERY_CHARS = 1000
+MAX_TERMS = 16  # distinct words and phrases; repeats count once
+MAX_LIMIT = 1000  # hits per search
+TIME_LIMIT = 5.0  # seconds of SQLite work per search
+
+
+class SearchError(ValueError):
+    """A search we refuse to run; the message tells the user what to change."""
+
+
+class SearchTimeout(SearchError):
+    """The search ran past its time limit and was stopped."""
 
 
 def segment(text: str | None) -> str:
@@ -65,21 +87,51 @@ def build_match(query: str) -> str | None:
 
     Words are ANDed; "quoted phrases" stay phrases; `word*` is a prefix
     query. Everything else FTS5 would parse as syntax (NEAR, AND, -, (, :, ^)
-    is taken as plain words, and an unbalanced quote is ignored.
+    is taken as plain words, and an unbalanced quote is ignored. Repeated
+    terms count once, and only the first MAX_TERMS are kept (`check_query`
+    says so to the user first), so no query costs more than a few terms.
     """
-    parts: list[str] = []
+    parts = _match_terms(query[:MAX_QUERY_CHARS])[:MAX_TERMS]
+    return " AND ".join(parts) if parts else None
+
+
+def check_query(query: str) -> None:
+    """Raise SearchError if `query` is longer or has more terms than a search may."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchError(f"the search is {len(query)} characters long; at most {MAX_QUERY_CHARS} are allowed")
+    terms = len(_match_terms(query))
+    if terms > MAX_TERMS:
+        raise SearchError(f"the search has {terms} different words or phrases; at most {MAX_TERMS} are allowed")
+
+
+def parse_limit(value: object, default: int = 20) -> int:
+    """A hit count from user input: a whole number of at least 1, at most MAX_LIMIT."""
+    if value is None or value == "":
+        return default
+    text = str(value).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"[+-]?\d{1,30}", text):
+        raise SearchError(f"limit must be a whole number, not {text[:40]!r}")
+    limit = int(text)
+    if limit < 1:
+        raise SearchError(f"limit must be at least 1, not {limit}")
+    return min(limit, MAX_LIMIT)
+
+
+def _match_terms(query: str) -> list[str]:
+    """The distinct FTS5 terms of `query`, in order."""
+    parts: dict[str, None] = {}
     pieces = re.split(r'("[^"]*")', query)
     for piece in pieces:
         if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2:
             phrase = _phrase_tokens(piece[1:-1])
             if phrase:
-                parts.append(_term(phrase, prefix=False))
+                parts[_term(phrase, prefix=False)] = None
             continue
         for word in piece.replace('"', " ").split():
             tokens = _phrase_tokens(word)
             if tokens:
-                parts.append(_term(tokens, prefix=word.endswith("*")))
-    return " AND ".join(parts) if parts else None
+                parts[_term(tokens, prefix=word.endswith("*"))] = None
+    return list(parts)
 
 
 def cjk_words(query: str) -> list[str]:
@@ -152,8 +204,16 @@ def search(
     site: str | None = None,
     seed: str | None = None,
     section: str | None = None,
+    time_limit: float = TIME_LIMIT,
 ) -> list[Hit]:
-    """Ranked hits for `query` among archived pages (bm25, title weighted)."""
+    """Ranked hits for `query` among archived pages (bm25, title weighted).
+
+    Raises SearchError for a query that is too long or has too many terms or
+    a bad `limit` (above MAX_LIMIT is cut to it), and SearchTimeout when
+    SQLite works on it longer than `time_limit` seconds.
+    """
+    check_query(query)
+    limit = parse_limit(limit)
     match = build_match(query)
     if match is None or not db[FTS_TABLE].exists():
         return []
@@ -191,7 +251,9 @@ def search(
     """
     hits = []
     words = cjk_words(query)
-    for row in db.query(sql, params):
+    with _deadline(db.conn, time_limit):
+        rows = list(db.query(sql, params))
+    for row in rows:
         if _MARK_START in (row["snippet_text"] or ""):
             snippet = row["snippet_text"]
         else:  # a Chinese word matched in the bigram columns: mark it in the original text
@@ -208,6 +270,23 @@ def search(
             )
         )
     return hits
+
+
+@contextmanager
+def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
+    """Interrupt SQLite once `seconds` have passed (the handler runs every few thousand steps)."""
+    end = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: time.monotonic() > end, 2000)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupt" not in str(exc).lower():
+            raise
+        raise SearchTimeout(
+            f"the search was stopped after {seconds:g} s; use fewer words, rarer words or longer prefixes"
+        ) from None
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 def _snippet(text: str, words: list[str], width: int = 60) -> str | None:

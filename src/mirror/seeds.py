@@ -7,6 +7,7 @@ exports. Every link found becomes a `Link` carrying where it came from.
 
 from __future__ import annotations
 
+import bisect
 import re
 import zlib
 from dataclasses import dataclass, field, replace
@@ -152,7 +153,8 @@ _URL = re.compile(
     r"|\bdata:[\w.+\-]+/[\w.+\-]+[;,][!#-;=?-~]*"
 )
 _MD_LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
-_HTML_A = re.compile(r"""(?is)<a\s[^>]*?href\s*=\s*["']([^"']+)["'][^>]*>(.*?)</a>""")
+# The anchor text may not run into another <a: an unclosed <a> costs one scan, not one per tag.
+_HTML_A = re.compile(r"""(?is)<a\s[^>]*?href\s*=\s*["']([^"']+)["'][^>]*>((?:(?!<a\s|</a>).)*)</a>""")
 # Scheme-less domains such as reddit.com/r/MachineLearning, limited to common TLDs.
 _TLDS = "com|org|net|io|ai|cn|gg|me|dev|app|co|edu|gov|info|tech|cc|tv|uk|de|jp|fr|xyz|site|blog|wiki"
 _BARE_DOMAIN = re.compile(
@@ -204,7 +206,7 @@ def parse_text(text: str, seed: str) -> list[Link]:
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
     written = hit.written
     target = written
-    if urls.skip_reason(written) and _BARE_DOMAIN.fullmatch(written):
+    if "://" not in written and _BARE_DOMAIN.fullmatch(written) and urls.skip_reason(written):
         target = "https://" + written  # scheme-less domain: the web's default today
     reason = urls.skip_reason(target)
     candidates = urls.glue_candidates(target) if hit.glued and not reason else ()
@@ -234,9 +236,10 @@ def _kind(line: str) -> str:
     stripped = line.strip()
     if not stripped:
         return "blank"
-    if _URL.search(line) or _MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line):
-        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip()
-        return "url" if not rest and _URL.search(line) else "inline"
+    has_url = ":" in line and _URL.search(line)
+    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
+        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip() if has_url else True
+        return "url" if not rest else "inline"
     if _HEADING.match(line):
         return "heading"
     if _RULE.match(line):
@@ -246,48 +249,97 @@ def _kind(line: str) -> str:
     return "text"
 
 
+class _Spans:
+    """Parts of a line already taken by a link, sorted, for O(log n) overlap tests."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.pending: list[tuple[int, int]] = []
+
+    def free(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self.starts, start)
+        if i and self.ends[i - 1] > start:
+            return False
+        return i == len(self.starts) or self.starts[i] >= end
+
+    def take(self, start: int, end: int) -> None:
+        self.pending.append((start, end))  # a pass's own matches never overlap each other
+
+    def outside(self, line: str) -> str:
+        """The text of `line` that no link has taken."""
+        if not self.starts:
+            return line
+        if len(self.starts) == 1:
+            return line[: self.starts[0]] + line[self.ends[0] :]
+        bounds = [0, *(x for pair in zip(self.starts, self.ends, strict=True) for x in pair), len(line)]
+        return "".join(line[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2))
+
+    def commit(self) -> None:
+        if not self.pending:
+            return
+        if not self.starts:  # a pass's matches come in order
+            self.starts, self.ends = [a for a, _ in self.pending], [b for _, b in self.pending]
+        else:
+            spans = sorted([*zip(self.starts, self.ends, strict=True), *self.pending])
+            self.starts, self.ends = [a for a, _ in spans], [b for _, b in spans]
+        self.pending = []
+
+
+def _may_link(line: str) -> bool:
+    """Cheap test before the costly patterns: every link form holds one of these."""
+    return "." in line or "](" in line or "<" in line
+
+
 def _find_links(line: str) -> list[_Found]:
     hits: list[_Found] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in taken)
-
-    for m in _MD_LINK.finditer(line):
+    taken = _Spans()
+    for m in _MD_LINK.finditer(line) if "](" in line else ():
         hits.append(_Found(m.start(3), m.end(3), m[3], _clean_title(m[2]) or None))
-        taken.append((m.start(), m.end()))
-    for m in _HTML_A.finditer(line):
-        if free(m.start(), m.end()):
-            hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(re.sub(r"<[^>]+>", "", m[2])) or None))
-            taken.append((m.start(), m.end()))
-    for m in _URL.finditer(line):
-        if not free(m.start(), m.end()):
+        taken.take(m.start(), m.end())
+    taken.commit()
+    for m in _HTML_A.finditer(line) if "<" in line else ():
+        if taken.free(m.start(), m.end()):
+            hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(_TAG.sub("", m[2])) or None))
+            taken.take(m.start(), m.end())
+    taken.commit()
+    for m in _URL.finditer(line) if ":" in line else ():
+        if not taken.free(m.start(), m.end()):
             continue
         written = _trim_url(m[0])
         glued = m.start() > 0 and line[m.start() - 1].isalnum()
         hits.append(_Found(m.start(), m.start() + len(written), written, None, glued))
-        taken.append((m.start(), m.start() + len(written)))
-    for m in _BARE_DOMAIN.finditer(line):
-        if not free(m.start(), m.end()):
+        taken.take(m.start(), m.start() + len(written))
+    taken.commit()
+    for m in _BARE_DOMAIN.finditer(line) if "." in taken.outside(line) else ():
+        if not taken.free(m.start(), m.end()):
             continue
         start, written = _unglue_domain(line, m.start(), m[1]), _trim_url(m[0])
         written = written[start - m.start():]
         hits.append(_Found(start, start + len(written), written, None))
-        taken.append((m.start(), m.end()))
+        taken.take(m.start(), m.end())
     hits.sort(key=lambda h: h.start)
-    for hit in hits:
+    for i, hit in enumerate(hits):
         if hit.title is None:
-            hit.title = _inline_title(line, hit, hits)
+            hit.title = _inline_title(line, hits, i)
     return hits
+
+
+_OPENING = {")": "(", "]": "[", "}": "{"}
 
 
 def _trim_url(url: str) -> str:
     """Drop punctuation that ends the sentence rather than the URL."""
-    while url and url[-1] in _TRAILING + ")]}":
-        if url[-1] in ")]}" and url.count(url[-1]) <= url.count({")": "(", "]": "[", "}": "{"}[url[-1]]):
-            break
-        url = url[:-1]
-    return url
+    balance = {close: url.count(close) - url.count(opening) for close, opening in _OPENING.items()}
+    end = len(url)
+    while end and url[end - 1] in _TRAILING + ")]}":
+        last = url[end - 1]
+        if last in _OPENING:
+            if balance[last] <= 0:  # closes a bracket the URL opened: part of it
+                break
+            balance[last] -= 1
+        end -= 1
+    return url[:end]
 
 
 def _unglue_domain(line: str, start: int, host: str) -> int:
@@ -300,7 +352,7 @@ def _unglue_domain(line: str, start: int, host: str) -> int:
     label = host.split(".")[0]
     if label.islower() or label.isdigit():
         return start
-    before = re.findall(r"[A-Za-z0-9]+", line[:start].lower())
+    before = re.findall(r"[A-Za-z0-9]+", line[max(0, start - 200):start].lower())  # the cells just before
     for cut in range(1, len(label)):
         rest, glued = label[cut:], label[:cut]
         if not rest[0].islower():
@@ -311,20 +363,30 @@ def _unglue_domain(line: str, start: int, host: str) -> int:
     return start
 
 
-def _inline_title(line: str, hit: _Found, hits: list[_Found]) -> str | None:
-    """Text beside a URL in running text: the table cell or label before it, else after."""
-    prev_end = max((h.end for h in hits if h.end <= hit.start), default=0)
+def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
+    """Text beside a URL in running text: the table cell or label before it, else after.
+
+    `hits` are sorted and never overlap: the neighbours bound the text.
+    """
+    hit = hits[i]
+    prev_end = hits[i - 1].end if i else 0
     before = _clean_title(line[prev_end:hit.start])
     if before:
         return before
-    next_start = min((h.start for h in hits if h.start >= hit.end), default=len(line))
+    next_start = hits[i + 1].start if i + 1 < len(hits) else len(line)
     return _clean_title(line[hit.end:next_start]) or None
+
+
+_EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")
+_SPACES = re.compile(r"\s+")
+_TAG = re.compile(r"<[^>]+>")
 
 
 def _clean_title(text: str) -> str:
     text = _BULLET.sub("", text.strip(), count=1)
-    text = re.sub(r"\*\*|(?<!\w)\*|\*(?!\w)|`", "", text)
-    text = re.sub(r"\s+", " ", text)
+    if "*" in text or "`" in text:
+        text = _EMPHASIS.sub("", text)
+    text = _SPACES.sub(" ", text)
     return text.strip(" \t-–—|>:：,，;；").strip()
 
 

@@ -22,7 +22,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["Capture", "CaptureWriter", "WarcLocation", "read_payload", "repair"]
+__all__ = ["Capture", "CaptureWriter", "WarcError", "WarcLocation", "read_payload", "repair"]
 
 WARC_DIR = "warc"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
@@ -155,14 +155,38 @@ def _request_record(writer: WARCWriter, capture: Capture):
     return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), http_headers=http_headers)
 
 
+class WarcError(ValueError):
+    """A location that does not lead to a readable record in this archive's warc/ folder."""
+
+
 def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHeaders, bytes]:
-    """The HTTP headers and decoded body of the response record at `location`."""
-    with open(Path(archive_dir) / WARC_DIR / location.file, "rb") as f:
-        f.seek(location.offset)
-        data = io.BytesIO(f.read(location.length))
-    for record in ArchiveIterator(data):
-        return record.http_headers, record.content_stream().read()
-    raise ArchiveLoadFailed(f"no record at {location.file}:{location.offset}")
+    """The HTTP headers and decoded body of the response record at `location`.
+
+    The location comes from the database, which may be crafted: the file must
+    resolve inside archive/warc/, and errors name the location, never the bytes
+    found there. Raises WarcError.
+    """
+    folder = (Path(archive_dir) / WARC_DIR).resolve()
+    name = str(location.file or "")
+    path = (folder / name).resolve() if name and "\x00" not in name else folder
+    if not path.is_relative_to(folder) or path == folder:
+        raise WarcError(f"{name[:200]!r} is not a file in the archive's {WARC_DIR}/ folder")
+    if not isinstance(location.offset, int) or not isinstance(location.length, int) or location.offset < 0 or location.length <= 0:
+        raise WarcError(f"{name[:200]!r}: bad offset or length")
+    where = f"{name[:200]}:{location.offset}"
+    try:
+        with open(path, "rb") as f:
+            f.seek(location.offset)
+            data = io.BytesIO(f.read(location.length))
+        for record in ArchiveIterator(data):
+            if record.rec_type != "response" or record.http_headers is None:
+                break
+            return record.http_headers, record.content_stream().read()
+    except OSError as exc:
+        raise WarcError(f"{where}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+        raise WarcError(f"{where}: no WARC record there") from None
+    raise WarcError(f"{where}: no WARC record there")
 
 
 def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:

@@ -116,8 +116,8 @@ def register_routes():
     return [
         (r"^/$", home_view),
         (r"^/-/mirror/search$", search_view),
-        (r"^/-/mirror/page/(?P<id>\d+)$", reader_view),
-        (r"^/-/mirror/snapshot/(?P<id>\d+)$", snapshot_view),
+        (r"^/-/mirror/page/(?P<id>[^/]+)$", reader_view),  # a bad id is our 404, not a 500
+        (r"^/-/mirror/snapshot/(?P<id>[^/]+)$", snapshot_view),
         (r"^/-/mirror/resource$", resource_view),
     ]
 

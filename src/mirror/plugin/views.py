@@ -16,20 +16,30 @@ from datasette import Response
 from markdown_it import MarkdownIt
 
 from ..extract import decode_html
-from ..search import search
-from ..warc import WarcLocation, read_payload
+from ..search import SearchError, parse_limit, search
+from ..warc import WarcError, WarcLocation, read_payload
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
-READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'"
+# Our own pages: scripts only from files datasette serves, never inline.
+READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; base-uri 'none'"
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
+# Parse every link, whatever its scheme: nh3 then drops hrefs that are not
+# http(s) and keeps the words (markdown-it would leave "[words](javascript:…)").
+_MARKDOWN.validateLink = lambda url: True
+_WEB_SCHEMES = {"http", "https"}
 _IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*)"[^>]*>')
-_SCRIPT_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?\s*(?:javascript|vbscript|data):[^)]*\)", re.I)
+_ALT = re.compile(r'\balt="([^"]*)"')
+_INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon")
 
 
 class _Missing(Exception):
     """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
+
+
+class _BadRequest(Exception):
+    """Answered as a 400 page saying what to change."""
 
 
 def _views(view):
@@ -37,13 +47,35 @@ def _views(view):
         try:
             return await view(datasette, request)
         except _Missing as exc:
-            return Response.html(
-                await datasette.render_template("error.html", {"ok": False, "error": str(exc), "title": "Not found", "status": 404}, request=request),
-                status=404,
-            )
+            return await _error_page(datasette, request, str(exc), "Not found", 404)
+        except _BadRequest as exc:
+            return await _error_page(datasette, request, str(exc), "Bad request", 400)
 
     wrapped.__name__ = view.__name__
     return wrapped
+
+
+async def _error_page(datasette, request, message: str, title: str, status: int) -> Response:
+    if request.args.get("_format") == "json":
+        return Response.json({"ok": False, "error": message, "status": status}, status=status)
+    context = {"ok": False, "error": message, "title": title, "status": status}
+    return Response.html(await datasette.render_template("error.html", context, request=request), status=status)
+
+
+def _page_id(request) -> int:
+    """The page id in the URL; anything but a plausible rowid is a missing page."""
+    text = request.url_vars["id"]
+    if not re.fullmatch(r"\d{1,18}", text):
+        raise _Missing("no such page in this archive")
+    return int(text)
+
+
+def web_url(url: str | None) -> str | None:
+    """`url` if it may become a link (http or https), else None: shown as text only."""
+    if not url:
+        return None
+    scheme, sep, _ = url.strip().partition(":")
+    return url if sep and scheme.lower() in _WEB_SCHEMES else None
 
 
 async def _archive(datasette):
@@ -60,8 +92,11 @@ async def _archive(datasette):
 async def search_view(datasette, request):
     db = await _archive(datasette)
     query = request.args.get("q", "")
-    limit = min(int(request.args.get("limit", "50") or 50), 500)
-    hits = await db.execute_fn(lambda conn: search(sqlite_utils.Database(conn), query, limit=limit)) if query else []
+    try:
+        limit = parse_limit(request.args.get("limit"), default=50)
+        hits = await db.execute_fn(lambda conn: search(sqlite_utils.Database(conn), query, limit=limit)) if query else []
+    except SearchError as exc:
+        raise _BadRequest(str(exc)) from None
     if request.args.get("_format") == "json":
         return Response.json([h.as_dict(("<mark>", "</mark>")) for h in hits])
     rows = [
@@ -73,14 +108,15 @@ async def search_view(datasette, request):
         for hit in hits
     ]
     return Response.html(
-        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request)
+        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
+        headers={"Content-Security-Policy": READER_CSP},
     )
 
 
 @_views
 async def reader_view(datasette, request):
     db = await _archive(datasette)
-    page_id = int(request.url_vars["id"])
+    page_id = _page_id(request)
     page = (await db.execute("select * from pages where id = ?", [page_id])).first()
     if page is None:
         raise _Missing(f"no page {page_id} in this archive")
@@ -101,6 +137,7 @@ async def reader_view(datasette, request):
     article = _article_html(markdown, page.get("final_url") or page["url"], archived, datasette)
     context = {
         "page": page,
+        "original_href": web_url(page["url"]),
         "article": article,
         "origins": origins,
         "attempts": attempts,
@@ -115,10 +152,11 @@ async def reader_view(datasette, request):
 async def snapshot_view(datasette, request):
     """The captured page itself, defused and sandboxed."""
     db = await _archive(datasette)
-    page = (await db.execute("select * from pages where id = ?", [int(request.url_vars["id"])])).first()
+    page_id = _page_id(request)
+    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
     if page is None or not page["warc_file"]:
         raise _Missing("no saved copy of this page")
-    headers, body = read_payload(_folder(db), WarcLocation(page["warc_file"], page["warc_offset"], page["warc_length"]))
+    headers, body = _payload(db, page)
     content_type = headers.get_header("Content-Type") or "application/octet-stream"
     origin = f"{request.scheme}://{request.host}"
     security = {
@@ -126,8 +164,13 @@ async def snapshot_view(datasette, request):
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
     }
-    if "html" not in content_type.lower():
-        return Response(body, content_type=content_type, headers=security)
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type in _INLINE_TYPES:
+        return Response(body, content_type=media_type, headers=security)
+    if "html" not in media_type:
+        # scripts, SVG, PDF, text…: never rendered in our origin, only saved to disk
+        disposition = {"Content-Disposition": f'attachment; filename="mirror-page-{page_id}"'}
+        return Response(body, content_type="application/octet-stream", headers=security | disposition)
     archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
     cleaned = defuse_html(decode_html(body, content_type), page["final_url"] or page["url"], archived, datasette)
     return Response.html(cleaned, headers=security)
@@ -147,7 +190,7 @@ async def resource_view(datasette, request):
     ).first()
     if row is None:
         raise _Missing("this resource was not archived")
-    _, body = read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    _, body = _payload(db, row)
     content_type = row["content_type"] or "application/octet-stream"
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
@@ -169,6 +212,14 @@ def _folder(db) -> Path:
     return Path(db.path).parent
 
 
+def _payload(db, row):
+    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
+    try:
+        return read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    except WarcError as exc:
+        raise _Missing(f"the saved copy cannot be read: {exc}") from None
+
+
 def _resource_path(datasette, url: str) -> str:
     return datasette.urls.path("/-/mirror/resource?url=" + quote(url, safe=""))
 
@@ -177,15 +228,24 @@ def _article_html(markdown: str | None, base: str, archived: set[str], datasette
     """Saved Markdown as sanitised HTML; images only from the archive."""
     if not markdown:
         return ""
-    markdown = _SCRIPT_LINK.sub(r"\1", markdown)  # keep the words of a javascript: link, drop the link
-    cleaned = nh3.clean(_MARKDOWN.render(markdown), url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow")
+    cleaned = nh3.clean(_MARKDOWN.render(markdown), url_schemes=_WEB_SCHEMES, link_rel="noopener noreferrer nofollow")
+    return local_images(cleaned, base, archived, datasette)
+
+
+def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
+    """Point archived images at the archive; others become a note with their alt text.
+
+    Attribute values are re-escaped here, whatever the sanitiser left in them.
+    """
 
     def local_image(match: re.Match) -> str:
         src = urldefrag(urljoin(base, html.unescape(match[1]))).url
-        if src in archived:
-            return match[0].replace(match[1], html.escape(_resource_path(datasette, src)), 1)
-        alt = re.search(r'\balt="([^"]*)"', match[0])
-        return f'<span class="missing-image">[image not archived{": " + alt[1] if alt and alt[1] else ""}]</span>'
+        if src in archived:  # swap the src value itself (the same text may sit in alt too)
+            tag, start, end = match[0], match.start(1) - match.start(), match.end(1) - match.start()
+            return tag[:start] + html.escape(_resource_path(datasette, src)) + tag[end:]
+        alt = _ALT.search(match[0])
+        alt_text = html.escape(html.unescape(alt[1])) if alt else ""
+        return f'<span class="missing-image">[image not archived{": " + alt_text if alt_text else ""}]</span>'
 
     return _IMG.sub(local_image, cleaned)
 
