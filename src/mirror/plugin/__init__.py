@@ -12,6 +12,7 @@ from datasette import hookimpl
 from markupsafe import Markup, escape
 
 from ..search import FTS_TABLE, build_match
+from .screenshots import screenshot_view
 from .views import reader_view, resource_view, search_view, snapshot_view
 
 NEVER = '"\ue001"'  # a token no text contains: an empty query matches nothing
@@ -45,6 +46,7 @@ def register_routes():
         (r"^/-/mirror/page/(?P<id>\d+)$", reader_view),
         (r"^/-/mirror/snapshot/(?P<id>\d+)$", snapshot_view),
         (r"^/-/mirror/resource$", resource_view),
+        (r"^/-/mirror/screenshot/(?P<id>\d+)$", screenshot_view),
     ]
 
 
