@@ -187,9 +187,9 @@ class _Visit:
         return 1000 * (min(left, cap) if cap else left)
 
     async def run(self) -> None:
-        self.context.on("page", self._popup)
         page = await self.context.new_page()
         self.page = page
+        page.on("popup", self._popup)
         page.on("dialog", self._dialog)
         page.on("download", self._download)
         page.on("response", self._document)
@@ -306,8 +306,6 @@ class _Visit:
             pass
 
     async def _popup(self, popup) -> None:
-        if popup is getattr(self, "page", None):
-            return
         self.counts["popup"] += 1
         try:
             await popup.close()

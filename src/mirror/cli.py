@@ -168,15 +168,15 @@ def fetch(
         if not sep or not name.strip():
             fail(f"--header {item!r}: expected 'Name: value'", code=2)
         headers[name.strip()] = value.strip()
-    from .browser import BrowserMode, resolve
+    from .browser import BrowserMode, find_chromium, resolve
 
     if browser not in set(BrowserMode):
         fail(f"--browser {browser!r}: expected auto, always or never", code=2)
+    if chromium and find_chromium(chromium) is None:
+        fail(f"--chromium {chromium}: not an executable chromium", code=2)
     mode, chromium_path, no_browser = resolve(browser, chromium)
     if no_browser and browser != BrowserMode.AUTO:
         fail(f"--browser {browser}: {no_browser}", code=2)
-    if no_browser and chromium:
-        fail(f"--chromium: {no_browser}", code=2)
     if no_browser:
         err.print(f"[yellow]no browser:[/] {no_browser}; pages that need JavaScript are kept as plain HTTP captures")
     options = fetching.FetchOptions(
