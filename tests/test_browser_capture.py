@@ -334,3 +334,25 @@ def test_bad_browser_options_are_refused(tmp_path):
     assert result.returncode == 2 and "expected auto, always or never" in result.stderr
     result = run_mirror("fetch", "--chromium", str(tmp_path / "nope"), cwd=tmp_path)
     assert result.returncode == 2 and "not an executable chromium" in result.stderr
+
+
+def test_datasette_shows_screenshots(rendered):
+    import asyncio
+
+    from datasette.app import Datasette
+
+    ds = Datasette([str(rendered["root"] / "archive" / "mirror.db")])
+    spa, static = rendered["pages"]["spa"], rendered["pages"]["static"]
+
+    def get(path):
+        return asyncio.run(ds.client.get(path))
+
+    shot = get(f"/-/mirror/screenshot/{spa['id']}")
+    assert shot.status_code == 200 and shot.headers["content-type"] == "image/png"
+    assert shot.content.startswith(b"\x89PNG")
+    assert get(f"/-/mirror/screenshot/{static['id']}").status_code == 404  # never rendered
+    reader = get(f"/-/mirror/page/{spa['id']}").text
+    assert f'src="/-/mirror/screenshot/{spa["id"]}?full=1"' in reader
+    hits = get("/-/mirror/search?q=softmax").text
+    assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
+    assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits

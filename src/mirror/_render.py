@@ -181,6 +181,7 @@ class _Visit:
         self.bytes = 0
         self.dropped = 0
         self.counts = {"dialog": 0, "popup": 0, "download": 0}
+        self.download_started = asyncio.Event()
 
     def left_ms(self, cap: float | None = None) -> float:
         left = max(self.deadline - self.loop.time(), 0.05)
@@ -194,20 +195,26 @@ class _Visit:
         page.on("download", self._download)
         page.on("response", self._document)
         page.on("requestfinished", lambda request: self._keep(request))
-        from playwright.async_api import Error, TimeoutError as PlaywrightTimeout
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-        try:
-            await page.goto(self.result.url, wait_until="domcontentloaded", timeout=self.left_ms())
-        except PlaywrightTimeout:
+        # a page that starts a download never finishes loading: stop waiting at the download
+        loading = asyncio.ensure_future(page.goto(self.result.url, wait_until="domcontentloaded", timeout=self.left_ms()))
+        downloading = asyncio.ensure_future(self.download_started.wait())
+        await asyncio.wait([loading, downloading], return_when=asyncio.FIRST_COMPLETED)
+        downloading.cancel()
+        if not loading.done():
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
+        elif isinstance(loading.exception(), PlaywrightTimeout):
             self._timed_out("the page did not load")
-        except Error as exc:
-            if "Download is starting" in str(exc):
-                self.counts["download"] += 1
-                self.result.error = "render_failed"
-                self.result.notes.append("the address starts a download, not a page; the download was refused")
-                await self._finish()
-                return
-            raise
+        elif loading.exception() is not None:
+            if "Download is starting" not in str(loading.exception()):
+                raise loading.exception()
+            self.counts["download"] = max(self.counts["download"], 1)
+            self.result.error = "render_failed"
+            self.result.notes.append("the address is a download, not a page")
+            await self._finish()
+            return
         await self._settle()
         await self._capture()
         await self._finish()
@@ -314,6 +321,7 @@ class _Visit:
 
     async def _download(self, download) -> None:
         self.counts["download"] += 1
+        self.download_started.set()
         try:
             await download.cancel()
         except Exception:  # noqa: BLE001
