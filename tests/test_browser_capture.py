@@ -90,6 +90,7 @@ class Site(ThreadingHTTPServer):
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.hits: dict[str, int] = {}
+        self.headers: dict[str, list[dict[str, str]]] = {}
         self.lock = threading.Lock()
 
     def url(self, path: str) -> str:
@@ -107,6 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         with self.server.lock:
             self.server.hits[path] = self.server.hits.get(path, 0) + 1
+            self.server.headers.setdefault(path, []).append(dict(self.headers.items()))
         try:
             self.route(path)
         except (BrokenPipeError, ConnectionResetError):
@@ -117,6 +119,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send(200, SPA)
         if path == "/api/article.json":
             body = json.dumps({"title": "Rendered by JavaScript", "paragraphs": PARAGRAPHS}).encode()
+            return self.send(200, body, "application/json")
+        if path == "/members":
+            return self.send(200, SPA.replace(b"/api/article.json", b"/api/members.json"))
+        if path == "/api/members.json":
+            if "session=s3cret" not in (self.headers.get("Cookie") or ""):
+                return self.send(403, b'{"error": "log in"}', "application/json")
+            body = json.dumps({"title": "Members only", "paragraphs": PARAGRAPHS}).encode()
             return self.send(200, body, "application/json")
         if path == "/challenge":
             if "mirror_clearance=42" in (self.headers.get("Cookie") or ""):
@@ -155,7 +164,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static"]
+PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members"]
 
 
 @pytest.fixture(scope="module")
@@ -280,10 +289,12 @@ def always(site, tmp_path_factory):
     root = tmp_path_factory.mktemp("always")
     (root / "seeds").mkdir()
     (root / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in PAGES) + "\n", encoding="utf-8")
+    (root / "cookies.txt").write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n")
     started = time.monotonic()
     result = run_mirror(
         "fetch", "--browser", "always", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1",
-        "--timeout", str(TIMEOUT), "--json", cwd=root, timeout=600,
+        "--timeout", str(TIMEOUT), "--json", "--cookies", "cookies.txt", "--header", "X-Archive: mirror-test",
+        "--user-agent", "MirrorTest/1.0", cwd=root, timeout=600,
     )
     assert result.returncode == 0, result.stderr
     db = sqlite_utils.Database(root / "archive" / "mirror.db")
@@ -292,16 +303,28 @@ def always(site, tmp_path_factory):
 
 
 def test_always_renders_every_html_page(always):
-    for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static"):
+    for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static", "members"):
         assert always["pages"][name]["rendered_at"] is not None, name
         assert always["pages"][name]["screenshot_warc_file"], name
     assert sum(always["summary"]["rendered"].values()) == len(PAGES)
+
+
+def test_cookies_header_and_user_agent_apply_in_the_browser(always, site, rendered):
+    assert rendered["pages"]["members"]["status"] == "no_text"  # without the cookie: nothing to read
+    page = always["pages"]["members"]
+    assert (page["status"], page["capture"], page["title"]) == ("archived", "browser", "Members only")
+    sent = site.headers["/api/members.json"][-1]  # asked by the page's own fetch(), in the browser
+    assert "session=s3cret" in sent["Cookie"]
+    assert sent["X-Archive"] == "mirror-test"
+    assert sent["User-Agent"] == "MirrorTest/1.0"
 
 
 def test_lazy_images_captured_in_always(always, site):
     responses = {uri for kind, uri, _ in warc_records(always["root"]) if kind == "response"}
     for i in range(3):
         assert site.url(f"/img/{i}.png") in responses
+        # asked for by the browser when scrolled into view (the HTTP image fetcher sends no Sec-Fetch-Dest)
+        assert any(h.get("Sec-Fetch-Dest") == "image" for h in site.headers[f"/img/{i}.png"])
 
 
 def test_never_settling_page_is_cut_at_the_timeout(always):
@@ -356,3 +379,24 @@ def test_datasette_shows_screenshots(rendered):
     hits = get("/-/mirror/search?q=softmax").text
     assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits
+
+
+@pytest.mark.parametrize("point", ["render", "render_commit"])
+def test_kill_9_during_a_render_loses_only_that_render(tmp_path, site, point):
+    chromium_or_skip()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "list.txt").write_text(f"{site.url('/spa')}\n{site.url('/static')}\n", encoding="utf-8")
+    args = ["fetch", "--browser", "auto", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1", "--timeout", str(TIMEOUT)]
+    killed = run_mirror(*args, cwd=tmp_path, env={"MIRROR_CRASH_AT": f"{point}:1"}, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    spa = next(db.query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"], spa["rendered_at"]) == ("no_text", "http", None)  # the HTTP outcome stands
+
+    rerun = run_mirror(*args, cwd=tmp_path, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    spa = next(db.query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"]) == ("archived", "browser")
+    assert "在线 softmax" in spa["text"]
+    assert db.execute("select count(*) from pages_fts where rowid = ?", [spa["id"]]).fetchone()[0] == 1
+    assert sum(1 for kind, _, _ in warc_records(tmp_path) if kind == "conversion") >= 1  # every file reads back

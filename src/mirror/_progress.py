@@ -75,6 +75,8 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(status, str(count))
     for error, count in summary.errors.most_common():
         table.add_row(f"  reason: {error}", str(count))
+    for outcome, count in summary.rendered.most_common():
+        table.add_row(f"browser: {outcome}", str(count))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(f"slow host: {host}", f"{seconds:.2f} s × {pages}")
     return table
