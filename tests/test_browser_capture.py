@@ -325,6 +325,8 @@ def test_lazy_images_captured_in_always(always, site):
         assert site.url(f"/img/{i}.png") in responses
         # asked for by the browser when scrolled into view (the HTTP image fetcher sends no Sec-Fetch-Dest)
         assert any(h.get("Sec-Fetch-Dest") == "image" for h in site.headers[f"/img/{i}.png"])
+    dom = next(body for kind, uri, body in warc_records(always["root"]) if kind == "conversion" and uri == site.url("/lazy"))
+    assert b'src="/img/2.png"' in dom  # scrolled into view before the DOM was taken
 
 
 def test_never_settling_page_is_cut_at_the_timeout(always):
