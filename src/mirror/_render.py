@@ -13,6 +13,7 @@ import asyncio
 import io
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from http.cookiejar import Cookie
 
 from ._blocked import blocked_reason
@@ -34,7 +35,16 @@ VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
 MAX_SCROLLS = 30  # screens scrolled to wake lazy images
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
-GRACE = 20.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
+GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
+
+
+class RenderError(StrEnum):
+    """`pages.render_error`: why a render did not give the page its article."""
+
+    TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
+    FAILED = "render_failed"  # navigation refused (a download, a network error)
+    CRASH = "browser_crash"  # the browser died or hung; it was restarted
+    BLOCKED = "blocked"  # still a challenge after rendering
 
 
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
@@ -55,7 +65,7 @@ class Rendered:
     screenshot: bytes | None = None  # PNG of the first screen
     full_screenshot: bytes | None = None  # PNG of the page, at most FULL_PAGE_MAX_HEIGHT tall
     responses: list[Capture] = field(default_factory=list)
-    error: str | None = None  # a browser.RenderError value
+    error: RenderError | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -87,7 +97,7 @@ class Renderer:
             try:
                 browser = await self._current()
             except Exception as exc:  # noqa: BLE001
-                result.error, result.notes = "browser_crash", [f"chromium did not start: {_short(exc)}"]
+                result.error, result.notes = RenderError.CRASH, [f"chromium did not start: {_short(exc)}"]
                 return result
             context = None
             try:
@@ -104,16 +114,16 @@ class Renderer:
                         await context.add_cookies(self.cookies)
                     await _Visit(self, context, result).run()
             except TimeoutError:
-                result.error = "browser_crash"
+                result.error = RenderError.CRASH
                 result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
                 await self._replace(browser)
             except Exception as exc:  # noqa: BLE001 - a page must not end the run
                 if not browser.is_connected():
-                    result.error = "browser_crash"
+                    result.error = RenderError.CRASH
                     result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
                     await self._replace(browser)
                 else:
-                    result.error = result.error or "render_failed"
+                    result.error = result.error or RenderError.FAILED
                     result.notes.append(_short(exc))
             finally:
                 if context is not None:
@@ -211,7 +221,7 @@ class _Visit:
             if "Download is starting" not in str(loading.exception()):
                 raise loading.exception()
             self.counts["download"] = max(self.counts["download"], 1)
-            self.result.error = "render_failed"
+            self.result.error = RenderError.FAILED
             self.result.notes.append("the address is a download, not a page")
             await self._finish()
             return
@@ -279,7 +289,7 @@ class _Visit:
             except Exception:  # noqa: BLE001 - navigated between settling and now
                 await asyncio.sleep(0.5)
         self.result.final_url = page.url
-        shot = max(self.left_ms(), 10_000)  # screenshots get time of their own (GRACE)
+        shot = 10_000  # screenshots get time of their own (GRACE)
         try:
             self.result.screenshot = await page.screenshot(type="png", timeout=shot, animations="disabled")
             height = await page.evaluate("() => document.documentElement.scrollHeight")
@@ -302,7 +312,7 @@ class _Visit:
 
     def _timed_out(self, what: str) -> None:
         if self.result.error is None:
-            self.result.error = "render_timeout"
+            self.result.error = RenderError.TIMEOUT
             self.result.notes.append(f"{what} within {self.renderer.timeout:g} s; captured as it was then")
 
     async def _dialog(self, dialog) -> None:

@@ -28,7 +28,7 @@ from . import warc
 from ._blocked import blocked_reason
 from ._client import Exchange, HostGate
 from ._faults import crash_point
-from ._render import Rendered, Renderer
+from ._render import Rendered, Renderer, RenderError
 from .extract import Extraction, extract_capture
 from .store import Archive, now
 
@@ -46,15 +46,6 @@ class CaptureKind(StrEnum):
 
     HTTP = "http"
     BROWSER = "browser"
-
-
-class RenderError(StrEnum):
-    """`pages.render_error`: why a render did not give the page its article."""
-
-    TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
-    FAILED = "render_failed"  # navigation refused (a download, a network error)
-    CRASH = "browser_crash"  # the browser died or hung; it was restarted
-    BLOCKED = "blocked"  # still a challenge after rendering
 
 
 # `blocked` reasons (see _blocked.py) that a real browser can get past; sign-in walls need --cookies.
@@ -203,8 +194,9 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
         page["status"] == "failed" or (article.status == "archived" and article.word_count > (page["word_count"] or 0))
     )
     if not wins:
-        archive.record_render(url, values, None, [])
-        return f"kept {CaptureKind.HTTP}" if not rendered.error else str(values["render_error"])
+        # a render the crash of the browser took down is tried again on the next run
+        archive.record_render(url, values, None, [], done=rendered.error != RenderError.CRASH)
+        return str(values["render_error"] or f"kept {CaptureKind.HTTP}")
     values |= {
         "status": article.status,
         "capture": CaptureKind.BROWSER,

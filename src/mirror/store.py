@@ -470,10 +470,15 @@ class Archive:
         ).fetchone()
         return warc.WarcLocation(*row) if row else None
 
-    def record_render(self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange]) -> None:
-        """A browser capture's outcome, its article (when it won) and its images, in one transaction."""
+    def record_render(
+        self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange], done: bool = True
+    ) -> None:
+        """A browser capture's outcome, its article (when it won) and its images, in one transaction.
+
+        Not `done` (the browser crashed): the page is rendered again on the next run.
+        """
         with self.db.atomic():
-            _update_page(self.db, url, {**values, "rendered_at": now()})
+            _update_page(self.db, url, {**values, "rendered_at": now() if done else None})
             if extraction is not None:
                 self._save_extraction(url, extraction)
                 for image in images:
