@@ -150,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send(200, DOWNLOAD)
         if path == "/file.bin":
             return self.send(200, b"\0" * 4096, "application/octet-stream", {"Content-Disposition": 'attachment; filename="file.bin"'})
+        if path == "/busy":  # the page's script never returns: the renderer stops answering
+            return self.send(200, STATIC.replace(b"</body>", b"<script>setTimeout(() => { for (;;) {} }, 50)</script></body>"))
         if path == "/static":
             return self.send(200, STATIC)
         self.send(404, b"not here")
@@ -402,3 +404,20 @@ def test_kill_9_during_a_render_loses_only_that_render(tmp_path, site, point):
     assert "在线 softmax" in spa["text"]
     assert db.execute("select count(*) from pages_fts where rowid = ?", [spa["id"]]).fetchone()[0] == 1
     assert sum(1 for kind, _, _ in warc_records(tmp_path) if kind == "conversion") >= 1  # every file reads back
+
+
+def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path, site):
+    chromium_or_skip()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "list.txt").write_text(f"{site.url('/busy')}\n{site.url('/static')}\n", encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([tmp_path / "seeds"], base=tmp_path))
+        options = FetchOptions(delay=0, retries=0, workers=1, timeout=5, browser="always", chromium=CHROMIUM, browser_tabs=1)
+        summary = run(archive, options)
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    busy, static = (next(db.query("select * from pages where url = ?", [site.url(p)])) for p in ("/busy", "/static"))
+    assert (busy["status"], busy["capture"], busy["render_error"]) == ("archived", "http", "render_hung")  # the HTTP capture stands
+    assert "restarted" in busy["render_note"] and busy["rendered_at"] is not None
+    assert static["rendered_at"] is not None and static["render_error"] is None  # rendered by the new browser
+    assert static["screenshot_warc_file"]
+    assert summary.rendered["render_hung"] == 1

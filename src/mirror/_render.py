@@ -43,7 +43,8 @@ class RenderError(StrEnum):
 
     TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
     FAILED = "render_failed"  # navigation refused (a download, a network error)
-    CRASH = "browser_crash"  # the browser died or hung; it was restarted
+    HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
+    CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
     BLOCKED = "blocked"  # still a challenge after rendering
 
 
@@ -114,7 +115,7 @@ class Renderer:
                         await context.add_cookies(self.cookies)
                     await _Visit(self, context, result).run()
             except TimeoutError:
-                result.error = RenderError.CRASH
+                result.error = RenderError.HUNG
                 result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
                 await self._replace(browser)
             except Exception as exc:  # noqa: BLE001 - a page must not end the run
@@ -351,19 +352,22 @@ class _Visit:
         """A response the browser received, as a WARC capture (so the snapshot can be replayed)."""
         if not request.url.startswith(("http://", "https://")):
             return
-        response = await request.response()
-        if response is None:
-            return
         try:
-            body = await response.body()
-        except Exception:  # noqa: BLE001 - redirects and aborted loads have no body
-            body = b""
+            response = await request.response()
+            if response is None:
+                return
+            try:
+                body = await response.body()
+            except Exception:  # noqa: BLE001 - redirects and aborted loads have no body
+                body = b""
+            headers = [(h["name"], h["value"]) for h in await response.headers_array()]
+            request_headers = [(h["name"], h["value"]) for h in await request.headers_array()]
+        except Exception:  # noqa: BLE001 - the page closed under it: a response in flight is lost
+            return
         if self.bytes + len(body) > self.renderer.max_bytes:
             self.dropped += 1
             return
         self.bytes += len(body)
-        headers = [(h["name"], h["value"]) for h in await response.headers_array()]
-        request_headers = [(h["name"], h["value"]) for h in await request.headers_array()]
         self.result.responses.append(
             Capture(
                 url=request.url,

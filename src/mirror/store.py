@@ -444,7 +444,7 @@ class Archive:
     def pages_to_render(self, every_html: bool, challenges: tuple[str, ...], shell_words: int) -> list[dict]:
         """Pages whose latest HTTP capture the browser has not rendered yet and should.
 
-        Pages without text, thin pages (checked for an app shell by the caller),
+        Live captures only (a Wayback copy's page is gone from the web). Pages without text, thin pages (checked for an app shell by the caller),
         every HTML page with `every_html`, and failed pages whose reason starts
         with one of `challenges` (JavaScript challenges a browser passes).
         """
@@ -454,6 +454,7 @@ class Archive:
             f"""select id, url, status, final_url, word_count, warc_file, warc_offset, warc_length, error
                 from pages where
                   (status in ('archived', 'no_text') and kind = 'html' and coalesce(capture, 'http') = 'http'
+                   and coalesce(source, 'live') = 'live'
                    and ({thin}) and (rendered_at is null or rendered_at < fetched_at))
                   or (status = 'failed' and error = 'blocked' and ({challenge})
                    and (rendered_at is null or rendered_at < checked_at))
