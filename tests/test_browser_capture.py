@@ -301,7 +301,8 @@ def always(site, tmp_path_factory):
     assert result.returncode == 0, result.stderr
     db = sqlite_utils.Database(root / "archive" / "mirror.db")
     pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
-    return {"root": root, "db": db, "pages": pages, "summary": json.loads(result.stdout), "seconds": time.monotonic() - started}
+    return {"root": root, "db": db, "pages": pages, "summary": json.loads(result.stdout), "seconds": time.monotonic() - started,
+            "stderr": result.stderr}
 
 
 def test_always_renders_every_html_page(always):
@@ -309,6 +310,8 @@ def test_always_renders_every_html_page(always):
         assert always["pages"][name]["rendered_at"] is not None, name
         assert always["pages"][name]["screenshot_warc_file"], name
     assert sum(always["summary"]["rendered"].values()) == len(PAGES)
+    said = [line for line in always["stderr"].splitlines() if line.startswith("browser ")]  # one line per render
+    assert len(said) == len(PAGES) and any("archived from browser" in line and "/spa" in line for line in said)
 
 
 def test_cookies_header_and_user_agent_apply_in_the_browser(always, site, rendered):

@@ -61,6 +61,12 @@ class FetchReporter:
         # a plain line, written directly: rich markup costs more than the page when piped
         self.console.file.write(f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}\n")
 
+    def render(self, url: str, outcome: str, summary: Summary) -> None:
+        """One page rendered in the browser pass (after the HTTP bar is full)."""
+        from rich.markup import escape
+
+        self.console.print(f"[dim]browser[/] {sum(summary.rendered.values())}: {escape(outcome)} {escape(url)}", highlight=False)
+
     def stop(self) -> None:
         if self._progress is not None:
             self._progress.stop()

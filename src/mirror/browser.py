@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from http.cookiejar import CookieJar
 from pathlib import Path
@@ -108,8 +108,9 @@ async def render_pass(
     options,
     cookies: CookieJar | None,
     progress: Counter,
+    on_render: Callable[[str, str], None] | None = None,
 ) -> None:
-    """Render the pages that need a browser; counts outcomes into `progress`.
+    """Render the pages that need a browser; counts outcomes into `progress`, reports each to `on_render`.
 
     `options` is the run's FetchOptions (browser, chromium, browser_tabs,
     timeout, per_host, delay, user_agent, headers, max_bytes).
@@ -141,6 +142,8 @@ async def render_pass(
             rendered = await renderer.render(page["url"])
         outcome = await _store(archive, writer, pool, loop, page, rendered)
         progress[outcome] += 1
+        if on_render:
+            on_render(page["url"], outcome)
 
     tasks = [asyncio.create_task(one(page)) for page in pages]
     try:

@@ -207,7 +207,7 @@ def fetch(
     try:
         with Archive(archive) as store, store.lock():
             store.record_inventory(inventory)
-            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start)
+            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render)
     except ArchiveError as exc:
         reporter.stop()
         fail(str(exc))

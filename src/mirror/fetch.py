@@ -143,6 +143,7 @@ def run(
     options: FetchOptions,
     on_page: Callable[[PageResult, Summary], None] | None = None,
     on_start: Callable[[Summary], None] | None = None,
+    on_render: Callable[[str, str, Summary], None] | None = None,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh).
 
@@ -158,7 +159,7 @@ def run(
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page))
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, on_render))
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -167,7 +168,7 @@ def run(
     return summary
 
 
-async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None:
+async def _fetch_all(archive, options, pages, cookies, summary, on_page, on_render=None) -> None:
     loop = asyncio.get_running_loop()
     pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
@@ -213,7 +214,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
     try:
         await asyncio.gather(*tasks)
         if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
-            await render_pass(archive, writer, pool, options, cookies, summary.rendered)
+            report = (lambda url, outcome: on_render(url, outcome, summary)) if on_render else None
+            await render_pass(archive, writer, pool, options, cookies, summary.rendered, report)
     finally:
         for task in tasks:
             task.cancel()
