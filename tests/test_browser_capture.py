@@ -383,6 +383,8 @@ def test_datasette_shows_screenshots(rendered):
     assert get(f"/-/mirror/screenshot/{static['id']}").status_code == 404  # never rendered
     reader = get(f"/-/mirror/page/{spa['id']}").text
     assert f'src="/-/mirror/screenshot/{spa["id"]}?full=1"' in reader
+    snapshot = get(f"/-/mirror/snapshot/{spa['id']}")  # the rendered DOM, defused like any capture
+    assert "Rendered by JavaScript" in snapshot.text and "<script" not in snapshot.text
     hits = get("/-/mirror/search?q=softmax").text
     assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits

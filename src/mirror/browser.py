@@ -160,14 +160,15 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
     url = page["url"]
     http = _location(page) if page["status"] != "failed" else archive.last_capture(url)
     refers = warc.record_id(archive.path, http) if http else None
+    source = page["final_url"] or url  # the URI of that HTTP capture
     items: list[warc.Capture | warc.Derived] = list(rendered.responses)
     derived = []
     if rendered.dom is not None:
-        derived.append(warc.Derived(rendered.final_url, "text/html; charset=utf-8", rendered.dom, "conversion", refers, url))
+        derived.append(warc.Derived(rendered.final_url, "text/html; charset=utf-8", rendered.dom, "conversion", refers, source))
     if rendered.screenshot is not None:
-        derived.append(warc.Derived(f"urn:screenshot:{rendered.final_url}", "image/png", rendered.screenshot, "resource", refers, url))
+        derived.append(warc.Derived(f"urn:screenshot:{rendered.final_url}", "image/png", rendered.screenshot, "resource", refers, source))
     if rendered.full_screenshot is not None:
-        derived.append(warc.Derived(f"urn:screenshot-full:{rendered.final_url}", "image/png", rendered.full_screenshot, "resource", refers, url))
+        derived.append(warc.Derived(f"urn:screenshot-full:{rendered.final_url}", "image/png", rendered.full_screenshot, "resource", refers, source))
     locations = writer.write_many(items + derived) if items or derived else []
     crash_point("render")
     captured = dict(zip([c.url for c in rendered.responses], zip(rendered.responses, locations, strict=False), strict=False))
