@@ -352,7 +352,7 @@ def test_dialogs_and_pop_ups_are_refused(always, site):
 def test_no_chromium_falls_back_to_http_with_one_line(tmp_path, site):
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "list.txt").write_text(site.url("/static") + "\n", encoding="utf-8")
-    env = {"PATH": str(Path(sys.executable).parent), "MIRROR_BROWSER": "auto"}
+    env = {"PATH": str(Path(sys.executable).parent), "MIRROR_BROWSER": "auto", "MIRROR_CHROMIUM": ""}
     result = run_mirror("fetch", "--delay", "0", "--retries", "0", "--workers", "1", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("no browser:") == 1

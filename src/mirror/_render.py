@@ -30,6 +30,8 @@ LAUNCH_ARGS = [
     "--disable-dev-shm-usage",  # containers have a tiny /dev/shm
     "--mute-audio",
     "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
+    "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
