@@ -426,3 +426,15 @@ def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path
     assert static["rendered_at"] is not None and static["render_error"] is None  # rendered by the new browser
     assert static["screenshot_warc_file"]
     assert summary.rendered["render_hung"] == 1
+
+
+def test_reindex_extracts_rendered_pages_from_their_dom(rendered, tmp_path):
+    import shutil
+
+    from mirror.extract import reindex
+
+    shutil.copytree(rendered["root"] / "archive", tmp_path / "archive")
+    with Archive(tmp_path / "archive") as archive:
+        reindex(archive, workers=1)
+    spa = next(sqlite_utils.Database(tmp_path / "archive" / "mirror.db").query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"], spa["title"]) == ("archived", "browser", "Rendered by JavaScript")
