@@ -92,15 +92,20 @@ class Renderer:
         self._playwright = None
         self._browser = None
         self._rendered = 0
+        self._unusable: str | None = None
 
     async def render(self, url: str) -> Rendered:
         """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`."""
         async with self._tabs:
             result = Rendered(url=url, final_url=url)
+            if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
+                return result
             try:
                 browser = await self._current()
             except Exception as exc:  # noqa: BLE001
-                result.error, result.notes = RenderError.CRASH, [f"chromium did not start: {_short(exc)}"]
+                self._unusable = f"chromium did not start: {_short(exc)}"
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
                 return result
             context = None
             try:
