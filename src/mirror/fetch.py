@@ -25,8 +25,8 @@ from urllib.parse import quote, urlsplit
 
 from . import warc
 from ._client import Client, Exchange, backoff_delay
-from .browser import render_pass
 from ._faults import crash_point
+from .browser import render_pass
 from .extract import Extraction, extract_capture
 from .store import Archive, PageToFetch
 
