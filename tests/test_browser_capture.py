@@ -77,6 +77,15 @@ document.addEventListener('DOMContentLoaded', () => { document.body.dataset.afte
 DOWNLOAD = b"""<!DOCTYPE html><html><head><title>Your file</title></head><body><p>Your download starts.</p>
 <script>location.href = '/file.bin';</script></body></html>"""
 
+SHELL = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shell</title></head><body>
+<article><h1>Notes on attention</h1><p>This site collects reading notes about efficient attention kernels, memory hierarchies
+and the tricks that make long contexts affordable on a single accelerator. The full article below is rendered by the
+browser from the page's own script.</p><div id="app"></div></article>
+<script>
+const app = document.getElementById('app');
+for (const text of """ + json.dumps(PARAGRAPHS * 3) + """) { const p = document.createElement('p'); p.textContent = text; app.appendChild(p); }
+</script></body></html>""").encode()
+
 STATIC = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Server rendered</title></head><body>"""
           + ARTICLE_HTML.format(title="Server rendered") + "</body></html>").encode()
 
@@ -154,6 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self.send(200, STATIC.replace(b"</body>", b"<script>setTimeout(() => { for (;;) {} }, 50)</script></body>"))
         if path == "/static":
             return self.send(200, STATIC)
+        if path == "/shell":
+            return self.send(200, SHELL)
         self.send(404, b"not here")
 
     def send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", extra: dict | None = None) -> None:
@@ -166,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members"]
+PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members", "/shell"]
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +276,13 @@ def test_download_page_ends_with_a_status_and_a_reason(rendered, site):
     assert "download" in (page["render_note"] or ""), page["render_note"]
 
 
+def test_application_shell_with_some_text_is_rendered(rendered, http_only):
+    assert http_only["shell"]["status"] == "archived" and http_only["shell"]["word_count"] < 100  # thin, but not empty
+    page = rendered["pages"]["shell"]
+    assert (page["status"], page["capture"]) == ("archived", "browser")
+    assert page["word_count"] > 3 * http_only["shell"]["word_count"]
+
+
 def test_static_article_is_not_rendered_in_auto(rendered):
     page = rendered["pages"]["static"]
     assert page["status"] == "archived"
@@ -306,7 +324,7 @@ def always(site, tmp_path_factory):
 
 
 def test_always_renders_every_html_page(always):
-    for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static", "members"):
+    for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static", "members", "shell"):
         assert always["pages"][name]["rendered_at"] is not None, name
         assert always["pages"][name]["screenshot_warc_file"], name
     assert sum(always["summary"]["rendered"].values()) == len(PAGES)
