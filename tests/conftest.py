@@ -18,6 +18,13 @@ SEEDS = ROOT / "seeds"
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _http_only_cli():
+    """`mirror fetch` renders text-less pages in chromium by default; the HTTP tests run
+    without it (tests/test_browser_capture.py sets --browser itself)."""
+    os.environ.setdefault("MIRROR_BROWSER", "never")
+
+
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
     """Run `mirror ...` in-process, in a temporary working folder."""

@@ -4,7 +4,8 @@
 reaches `point`, so tests can kill -9 a real `mirror fetch` at an exact
 moment: `capture` (a WARC record written, nothing committed), `extract`
 (an extraction running in the pool), `commit` (inside the database
-transaction). Unset, it costs one dictionary lookup.
+transaction), `render` (a browser capture written to WARC, nothing
+committed), `render_commit` (inside its transaction). Unset, it costs one dictionary lookup.
 """
 
 from __future__ import annotations

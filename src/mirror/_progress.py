@@ -64,6 +64,12 @@ class FetchReporter:
         line = f"[{summary.done}/{summary.total}] {what} {status} {result.url}{via}{extra}"
         self.console.file.write(strip_controls(line.replace("\n", " ")) + "\n")
 
+    def render(self, url: str, outcome: str, summary: Summary) -> None:
+        """One page rendered in the browser pass (after the HTTP bar is full)."""
+        from rich.markup import escape
+
+        self.console.print(f"[dim]browser[/] {sum(summary.rendered.values())}: {escape(outcome)} {escape(url)}", highlight=False)
+
     def stop(self) -> None:
         if self._progress is not None:
             self._progress.stop()
@@ -78,6 +84,8 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(status, str(count))
     for error, count in summary.errors.most_common():
         table.add_row(escape(f"  reason: {error}"), str(count))
+    for outcome, count in summary.rendered.most_common():
+        table.add_row(escape(f"browser: {outcome}"), str(count))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(escape(strip_controls(f"slow host: {host}")), f"{seconds:.2f} s × {pages}")
     return table

@@ -185,6 +185,15 @@ def fetch(
     wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
     images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
     workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+    browser: Annotated[
+        str,
+        typer.Option(
+            envvar="MIRROR_BROWSER",
+            help="Render pages in chromium: auto (pages without text, app shells, JavaScript challenges), always (every HTML page), never.",
+        ),
+    ] = "auto",
+    chromium: Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive [default: chromium on the PATH]")] = None,
+    browser_tabs: Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Update the inventory, then fetch every pending page into WARC captures."""
@@ -197,6 +206,17 @@ def fetch(
         if not sep or not name.strip():
             fail(f"--header {item!r}: expected 'Name: value'", code=2)
         headers[name.strip()] = value.strip()
+    from .browser import BrowserMode, find_chromium, resolve
+
+    if browser not in set(BrowserMode):
+        fail(f"--browser {browser!r}: expected auto, always or never", code=2)
+    if chromium and find_chromium(chromium) is None:
+        fail(f"--chromium {chromium}: not an executable chromium", code=2)
+    mode, chromium_path, no_browser = resolve(browser, chromium)
+    if no_browser and browser != BrowserMode.AUTO:
+        fail(f"--browser {browser}: {no_browser}", code=2)
+    if no_browser:
+        err.print(f"[yellow]no browser:[/] {no_browser}; pages that need JavaScript are kept as plain HTTP captures")
     options = fetching.FetchOptions(
         concurrency=concurrency,
         per_host=per_host,
@@ -214,6 +234,9 @@ def fetch(
         wayback_api=wayback_api,
         images=images,
         workers=workers,
+        browser=mode,
+        chromium=chromium_path,
+        browser_tabs=browser_tabs,
     )
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
@@ -222,7 +245,7 @@ def fetch(
     try:
         with Archive(archive) as store, store.lock():
             store.record_inventory(inventory)
-            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start)
+            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render)
     except ArchiveError as exc:
         reporter.stop()
         fail(str(exc))

@@ -26,6 +26,7 @@ from urllib.parse import quote, urlsplit
 from . import requisites, warc
 from ._client import Client, Exchange, backoff_delay
 from ._faults import crash_point
+from .browser import render_pass
 from .extract import Extraction, extract_capture
 from .store import Archive, PageToFetch
 
@@ -62,6 +63,9 @@ class FetchOptions:
     warc_rotate_bytes: int = warc.DEFAULT_ROTATE_BYTES
     images: bool = True  # fetch the images an extracted article shows
     workers: int | None = None  # extraction processes (default: one per core)
+    browser: str = "never"  # auto, always or never: see mirror.browser (the CLI defaults to auto)
+    chromium: str | None = None  # default: MIRROR_CHROMIUM, else chromium on the PATH
+    browser_tabs: int = 2  # pages rendered at once
 
 
 @dataclass
@@ -90,6 +94,7 @@ class Summary:
     elapsed: float = 0.0
     interrupted: bool = False
     repaired_warcs: list[str] = field(default_factory=list)
+    rendered: Counter = field(default_factory=Counter)  # browser pass outcomes
 
     def slowest_hosts(self, n: int = 5) -> list[tuple[str, float, int]]:
         means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t]
@@ -105,6 +110,7 @@ class Summary:
             "elapsed_seconds": round(self.elapsed, 3),
             "interrupted": self.interrupted,
             "repaired_warcs": self.repaired_warcs,
+            "rendered": dict(self.rendered),
         }
 
 
@@ -137,6 +143,7 @@ def run(
     options: FetchOptions,
     on_page: Callable[[PageResult, Summary], None] | None = None,
     on_start: Callable[[Summary], None] | None = None,
+    on_render: Callable[[str, str, Summary], None] | None = None,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh).
 
@@ -152,7 +159,7 @@ def run(
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page))
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, on_render))
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -161,7 +168,7 @@ def run(
     return summary
 
 
-async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None:
+async def _fetch_all(archive, options, pages, cookies, summary, on_page, on_render=None) -> None:
     loop = asyncio.get_running_loop()
     pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
@@ -208,6 +215,9 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page) -> None
         tasks += [asyncio.create_task(images_only(u, i)) for u, i in archive.pages_missing_images()]
     try:
         await asyncio.gather(*tasks)
+        if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
+            report = (lambda url, outcome: on_render(url, outcome, summary)) if on_render else None
+            await render_pass(archive, writer, pool, options, cookies, summary.rendered, report)
     finally:
         for task in tasks:
             task.cancel()

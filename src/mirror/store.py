@@ -96,6 +96,16 @@ PAGES_COLUMNS = {
     "images": str,  # JSON list of the article's image URLs
     "extracted_at": str,
     "resources_at": str,  # when the article's images were all fetched
+    # browser capture (mirror.browser)
+    "capture": str,  # http or browser: which capture the article was extracted from
+    "rendered_at": str,  # when the browser last rendered the page
+    "render_error": str,  # render_timeout, render_failed, browser_crash, blocked, ...
+    "render_note": str,  # what happened while rendering, for a person
+    "screenshot_warc_file": str,  # PNG of the first screen; the full page is in the same file
+    "screenshot_warc_offset": int,
+    "screenshot_warc_length": int,
+    "full_screenshot_warc_offset": int,
+    "full_screenshot_warc_length": int,
     "id": int,  # stable small number: the search index's rowid and reader-view address
 }
 EXTRACTED_COLUMNS = (
@@ -386,6 +396,7 @@ class Archive:
                     "warc_offset": final.location.offset,
                     "warc_length": final.location.length,
                     "source": result.source,
+                    "capture": "http",
                     "wayback_timestamp": result.wayback_timestamp,
                     "error": None,
                     "error_message": None,
@@ -448,6 +459,52 @@ class Archive:
             "select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url"
         )
         return [(r["url"], r["final_url"] or r["url"], warc.WarcLocation(r["warc_file"], r["warc_offset"], r["warc_length"])) for r in rows]
+
+    def pages_to_render(self, every_html: bool, challenges: tuple[str, ...], shell_words: int) -> list[dict]:
+        """Pages whose latest HTTP capture the browser has not rendered yet and should.
+
+        Live captures only (a Wayback copy's page is gone from the web). Pages without text, thin pages (checked for an app shell by the caller),
+        every HTML page with `every_html`, and failed pages whose reason starts
+        with one of `challenges` (JavaScript challenges a browser passes).
+        """
+        thin = "1" if every_html else f"status = 'no_text' or coalesce(word_count, 0) < {int(shell_words)}"
+        challenge = " or ".join("error_message like ?" for _ in challenges) or "0"
+        rows = self.db.query(
+            f"""select id, url, status, final_url, word_count, warc_file, warc_offset, warc_length, error
+                from pages where
+                  (status in ('archived', 'no_text') and kind = 'html' and coalesce(capture, 'http') = 'http'
+                   and coalesce(source, 'live') = 'live'
+                   and ({thin}) and (rendered_at is null or rendered_at < fetched_at))
+                  or (status = 'failed' and error = 'blocked' and ({challenge})
+                   and (rendered_at is null or rendered_at < checked_at))
+                order by id""",
+            [f"{c}%" for c in challenges],
+        )
+        return [dict(r) for r in rows]
+
+    def last_capture(self, url: str) -> warc.WarcLocation | None:
+        """The latest response captured for a page's URL (a failed page's too)."""
+        row = self.db.execute(
+            "select warc_file, warc_offset, warc_length from attempts where url = ? and warc_file is not null order by id desc limit 1",
+            [url],
+        ).fetchone()
+        return warc.WarcLocation(*row) if row else None
+
+    def record_render(
+        self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange], done: bool = True
+    ) -> None:
+        """A browser capture's outcome, its article (when it won) and its images, in one transaction.
+
+        Not `done` (the browser crashed): the page is rendered again on the next run.
+        """
+        with self.db.atomic():
+            _update_page(self.db, url, {**values, "rendered_at": now() if done else None})
+            if extraction is not None:
+                self._save_extraction(url, extraction)
+                for image in images:
+                    self.record_resource(url, image)
+                self.mark_resources_done(url)
+            crash_point("render_commit")
 
     def pages_missing_images(self) -> list[tuple[str, list[str]]]:
         rows = self.db.query(

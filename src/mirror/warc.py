@@ -22,7 +22,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["Capture", "CaptureWriter", "WarcError", "WarcLocation", "read_payload", "repair"]
+__all__ = ["Capture", "CaptureWriter", "Derived", "WarcError", "WarcLocation", "read_payload", "record_id", "repair"]
 
 WARC_DIR = "warc"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
@@ -55,6 +55,22 @@ class Capture:
     extra_warc_headers: dict[str, str] | None = None
 
 
+@dataclass
+class Derived:
+    """Something we made from a capture, not received: a rendered DOM, a screenshot.
+
+    Written as a `conversion` or `resource` record; `refers_to` is the
+    WARC-Record-ID of the capture it was made from.
+    """
+
+    url: str  # WARC-Target-URI
+    content_type: str
+    body: bytes
+    record_type: str = "resource"  # or "conversion"
+    refers_to: str | None = None
+    refers_to_url: str | None = None
+
+
 class CaptureWriter:
     """Appends request/response pairs to rotating .warc.gz files."""
 
@@ -70,25 +86,42 @@ class CaptureWriter:
         self.unfinished: list[str] = []  # files a failed write may have left damaged
 
     def write(self, capture: Capture) -> WarcLocation:
+        """A response record and its request record; returns where the response is."""
+        return self.write_many([capture])[0]
+
+    def write_many(self, items: list[Capture | Derived]) -> list[WarcLocation]:
+        """Several records in one file with one flush: a browser capture is all or nothing.
+
+        Returns the location of each item (of the response record for a Capture).
+        """
         out = self._current()
         builder = WARCWriter(None, gzip=False)
-        response = _response_record(builder, capture)
-        request = _request_record(builder, capture)
-        request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
-        first, second = _gzip_member(response), _gzip_member(request)
+        members: list[bytes] = []
+        heads: list[int] = []  # index in members of each item's located record
+        for item in items:
+            heads.append(len(members))
+            if isinstance(item, Capture):
+                response = _response_record(builder, item)
+                request = _request_record(builder, item)
+                request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
+                members += [_gzip_member(response), _gzip_member(request)]
+            else:
+                members.append(_gzip_member(_derived_record(builder, item)))
         start = out.tell()
         try:
-            out.write(first)
-            out.write(second)
+            out.write(b"".join(members))
             out.flush()
         except OSError:
-            self._abandon(start)  # a full disk must not leave half a record behind
+            self._abandon(start)
             raise
         assert self._name is not None
-        location = WarcLocation(self._name, start, len(first))
-        if start + len(first) + len(second) >= self.rotate_bytes:
+        offsets = [start]
+        for member in members:
+            offsets.append(offsets[-1] + len(member))
+        locations = [WarcLocation(self._name, offsets[i], len(members[i])) for i in heads]
+        if offsets[-1] >= self.rotate_bytes:
             self.close()
-        return location
+        return locations
 
     def _abandon(self, start: int) -> None:
         """After a failed write: cut the half record if we can; the next run's repair checks the file."""
@@ -144,6 +177,18 @@ def _response_record(writer: WARCWriter, capture: Capture):
     )
 
 
+def _derived_record(writer: WARCWriter, item: Derived):
+    headers = {"Content-Type": item.content_type}
+    if item.refers_to:
+        headers["WARC-Refers-To"] = item.refers_to
+    if item.refers_to_url:
+        headers["WARC-Refers-To-Target-URI"] = item.refers_to_url
+    return writer.create_warc_record(
+        item.url, item.record_type, payload=io.BytesIO(item.body), length=len(item.body), warc_content_type=item.content_type,
+        warc_headers_dict=headers,
+    )
+
+
 def _request_record(writer: WARCWriter, capture: Capture):
     from urllib.parse import urlsplit
 
@@ -160,11 +205,47 @@ class WarcError(ValueError):
 
 
 def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHeaders, bytes]:
-    """The HTTP headers and decoded body of the response record at `location`.
+    """The HTTP headers and decoded body of the record at `location`.
 
-    The location comes from the database, which may be crafted: the file must
-    resolve inside archive/warc/, and errors name the location, never the bytes
-    found there. Raises WarcError.
+    A response record gives its HTTP headers; a resource or conversion record (a
+    browser's rendered DOM, a screenshot) gives its WARC Content-Type as headers.
+    The location comes from the database, which may be crafted: see `_record_bytes`.
+    Raises WarcError.
+    """
+    data, where = _record_bytes(archive_dir, location)
+    try:
+        for record in ArchiveIterator(data):
+            if record.rec_type not in _PAYLOAD_RECORDS:
+                break
+            headers = record.http_headers
+            if headers is None:
+                if record.rec_type == "response":
+                    break
+                headers = StatusAndHeaders("200 OK", [("Content-Type", record.rec_headers.get_header("Content-Type") or "")])
+            return headers, record.content_stream().read()
+    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+        raise WarcError(f"{where}: no WARC record there") from None
+    raise WarcError(f"{where}: no WARC record there")
+
+
+def record_id(archive_dir: Path, location: WarcLocation) -> str | None:
+    """The WARC-Record-ID of the record at `location` (for WARC-Refers-To)."""
+    try:
+        data, _ = _record_bytes(archive_dir, location)
+        for record in ArchiveIterator(data):
+            return record.rec_headers.get_header("WARC-Record-ID")
+    except (WarcError, ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+        return None
+    return None
+
+
+_PAYLOAD_RECORDS = {"response", "resource", "conversion"}
+
+
+def _record_bytes(archive_dir: Path, location: WarcLocation) -> tuple[io.BytesIO, str]:
+    """The raw bytes at `location`, read only from a file inside archive/warc/.
+
+    Errors name the location, never the bytes found there.
     """
     folder = (Path(archive_dir) / WARC_DIR).resolve()
     name = str(location.file or "")
@@ -177,16 +258,9 @@ def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHe
     try:
         with open(path, "rb") as f:
             f.seek(location.offset)
-            data = io.BytesIO(f.read(location.length))
-        for record in ArchiveIterator(data):
-            if record.rec_type != "response" or record.http_headers is None:
-                break
-            return record.http_headers, record.content_stream().read()
+            return io.BytesIO(f.read(location.length)), where
     except OSError as exc:
         raise WarcError(f"{where}: cannot read ({exc.strerror or type(exc).__name__})") from None
-    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
-        raise WarcError(f"{where}: no WARC record there") from None
-    raise WarcError(f"{where}: no WARC record there")
 
 
 def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:

@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from ..search import FTS_TABLE, build_match
 from .home import home_view
 from .table_search import ranked_table_search
+from .screenshots import screenshot_view
 from .views import reader_view, resource_view, search_view, snapshot_view
 
 NEVER = '"\ue001"'  # a token no text contains: an empty query matches nothing
@@ -119,6 +120,7 @@ def register_routes():
         (r"^/-/mirror/page/(?P<id>[^/]+)$", reader_view),  # a bad id is our 404, not a 500
         (r"^/-/mirror/snapshot/(?P<id>[^/]+)$", snapshot_view),
         (r"^/-/mirror/resource$", resource_view),
+        (r"^/-/mirror/screenshot/(?P<id>[^/]+)$", screenshot_view),
     ]
 
 

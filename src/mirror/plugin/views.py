@@ -107,6 +107,11 @@ async def search_view(datasette, request):
         }
         for hit in hits
     ]
+    from .screenshots import with_screenshots  # (it imports this module)
+
+    shots = await with_screenshots(db, [hit.id for hit in hits])
+    for row in rows:
+        row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
     return Response.html(
         await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
         headers={"Content-Security-Policy": READER_CSP},
@@ -143,6 +148,7 @@ async def reader_view(datasette, request):
         "attempts": attempts,
         "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
         "tags": [t for t in (page.get("tags") or "").split(", ") if t],
+        "screenshot": datasette.urls.path(f"/-/mirror/screenshot/{page_id}") if page.get("screenshot_warc_file") else None,
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": READER_CSP})

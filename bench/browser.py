@@ -1,0 +1,123 @@
+"""Browser capture cost: `mirror fetch --browser always` over a loopback web of real pages.
+
+Reports rendered pages per second (the render pass alone and the whole run,
+against the same run with `--browser never`) and the browser's peak memory:
+the proportional set size (PSS, shared pages split fairly) of every process
+under `mirror fetch` except itself and its extraction workers, sampled every
+0.2 s from /proc.
+
+    python bench/browser.py --pages 200 --tabs 2 --record
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import report  # noqa: E402
+from loopback import corpus_pages, page_urls  # noqa: E402
+from throughput import start_web  # noqa: E402
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def pss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def is_browser(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return False
+    return b"chrom" in command or b"node" in command  # chromium and Playwright's driver
+
+
+def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
+    (folder / "seeds").mkdir(parents=True)
+    (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
+    command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", "4", "--no-images",
+               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json"]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    peak = {"mb": 0.0, "first_browser": None}
+
+    def sample() -> None:
+        while process.poll() is None:
+            browser_pids = [p for p in descendants(process.pid) if is_browser(p)]
+            if browser_pids and peak["first_browser"] is None:
+                peak["first_browser"] = time.monotonic()
+            peak["mb"] = max(peak["mb"], sum(pss_mb(p) for p in browser_pids))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = process.communicate()
+    wall = time.monotonic() - started
+    sampler.join()
+    summary = json.loads(out) if process.returncode == 0 else {}
+    render_seconds = wall - (peak["first_browser"] - started) if peak["first_browser"] else 0.0
+    return {"wall": wall, "summary": summary, "peak_mb": peak["mb"], "render_seconds": render_seconds, "code": process.returncode}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--latency-ms", type=float, default=50)
+    parser.add_argument("--tabs", type=int, default=2, help="--browser-tabs")
+    parser.add_argument("--timeout", type=float, default=30)
+    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    args = parser.parse_args()
+
+    web, port = start_web(args.hosts, args.latency_ms)
+    try:
+        with tempfile.TemporaryDirectory(prefix="mirror-bench-browser-") as tmp:
+            urls = page_urls(args.pages, args.hosts, port)
+            plain = fetch(urls, Path(tmp) / "never", "never", args.tabs, args.timeout)
+            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout)
+    finally:
+        web.kill()
+    if rendered["code"] != 0 or plain["code"] != 0:
+        sys.exit(f"error: mirror fetch failed (exit {rendered['code']} / {plain['code']})")
+    renders = sum(rendered["summary"].get("rendered", {}).values())
+    rows = [
+        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}"),
+        ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
+        ("--browser always", f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
+                             f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}"),
+        ("render pass", f"{renders / max(rendered['render_seconds'], 1e-9):.2f} rendered pages/s ({rendered['render_seconds']:.1f} s from browser start)"),
+        ("browser peak memory", f"{rendered['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
+    ]
+    report("Browser capture", rows, args.record)
+
+
+if __name__ == "__main__":
+    main()

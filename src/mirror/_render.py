@@ -1,0 +1,408 @@
+"""One chromium, driven by Playwright, rendering pages in a few tabs at a time.
+
+Nothing is downloaded: Playwright launches the given executable (Debian's
+chromium). Each page gets a fresh context (its own cookies and cache, closed
+afterwards); dialogs are dismissed, pop-ups closed, downloads and permission
+prompts refused. A page that never settles is captured as it is when the time
+runs out. A browser that crashes or hangs is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from http.cookiejar import Cookie
+
+from ._blocked import blocked_reason
+from .warc import Capture
+
+LAUNCH_ARGS = [
+    "--no-sandbox",  # we run as root in containers; the pages' scripts still run in a renderer process
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",  # containers have a tiny /dev/shm
+    "--mute-audio",
+    "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
+    "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
+MAX_SCROLLS = 30  # screens scrolled to wake lazy images
+RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
+GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
+
+
+class RenderError(StrEnum):
+    """`pages.render_error`: why a render did not give the page its article."""
+
+    TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
+    FAILED = "render_failed"  # navigation refused (a download, a network error)
+    HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
+    CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
+    BLOCKED = "blocked"  # still a challenge after rendering
+
+
+_REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
+            "download": ("download refused", "downloads refused")}
+# a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
+_SETS_COOKIE = re.compile(r"document\.cookie\s*=")
+_RELOADS = re.compile(r"location\.(?:reload|replace|assign|href\s*=)|location\s*=")
+
+
+@dataclass
+class Rendered:
+    """What the browser made of a page."""
+
+    url: str
+    final_url: str
+    status: int | None = None  # the main document's HTTP status
+    dom: bytes | None = None  # serialized DOM after the page settled, UTF-8
+    screenshot: bytes | None = None  # PNG of the first screen
+    full_screenshot: bytes | None = None  # PNG of the page, at most FULL_PAGE_MAX_HEIGHT tall
+    responses: list[Capture] = field(default_factory=list)
+    error: RenderError | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Renderer:
+    def __init__(
+        self,
+        chromium: str,
+        *,
+        tabs: int,
+        timeout: float,
+        user_agent: str,
+        headers: dict[str, str],
+        cookies: list[Cookie],
+        max_bytes: int,
+    ):
+        self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
+        self.user_agent, self.headers = user_agent, headers
+        self.cookies = [_playwright_cookie(c) for c in cookies]
+        self._tabs = asyncio.Semaphore(tabs)
+        self._lock = asyncio.Lock()
+        self._playwright = None
+        self._browser = None
+        self._rendered = 0
+        self._unusable: str | None = None
+
+    async def render(self, url: str) -> Rendered:
+        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`."""
+        async with self._tabs:
+            result = Rendered(url=url, final_url=url)
+            if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
+                return result
+            try:
+                browser = await self._current()
+            except Exception as exc:  # noqa: BLE001
+                self._unusable = f"chromium did not start: {_short(exc)}"
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
+                return result
+            context = None
+            try:
+                async with asyncio.timeout(self.timeout + GRACE):
+                    context = await browser.new_context(
+                        user_agent=self.user_agent,
+                        extra_http_headers=self.headers,
+                        viewport=VIEWPORT,
+                        accept_downloads=False,
+                        service_workers="block",  # their fetches would not be seen, so not captured
+                        permissions=[],
+                    )
+                    if self.cookies:
+                        await context.add_cookies(self.cookies)
+                    await _Visit(self, context, result).run()
+            except TimeoutError:
+                result.error = RenderError.HUNG
+                result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
+                await self._replace(browser)
+            except Exception as exc:  # noqa: BLE001 - a page must not end the run
+                if not browser.is_connected():
+                    result.error = RenderError.CRASH
+                    result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
+                    await self._replace(browser)
+                else:
+                    result.error = result.error or RenderError.FAILED
+                    result.notes.append(_short(exc))
+            finally:
+                if context is not None:
+                    try:
+                        async with asyncio.timeout(10):
+                            await context.close()
+                    except Exception:  # noqa: BLE001
+                        await self._replace(browser)
+            return result
+
+    async def _current(self):
+        async with self._lock:
+            if self._browser is not None and (not self._browser.is_connected() or self._rendered >= RESTART_EVERY):
+                await self._stop_browser()
+            if self._browser is None:
+                if self._playwright is None:
+                    from playwright.async_api import async_playwright
+
+                    self._playwright = await async_playwright().start()
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000
+                )
+                self._rendered = 0
+            self._rendered += 1
+            return self._browser
+
+    async def _replace(self, browser) -> None:
+        """After a crash or a hang: the next render gets a new browser."""
+        async with self._lock:
+            if self._browser is browser:
+                await self._stop_browser()
+
+    async def _stop_browser(self) -> None:
+        browser, self._browser = self._browser, None
+        try:
+            async with asyncio.timeout(10):
+                await browser.close()
+        except Exception:  # noqa: BLE001 - a hung browser: stopping the driver takes it down
+            await self._stop_driver()
+
+    async def _stop_driver(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            try:
+                async with asyncio.timeout(10):
+                    await playwright.stop()
+            except Exception:  # noqa: BLE001
+                pass
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._browser is not None:
+                await self._stop_browser()
+            await self._stop_driver()
+
+
+class _Visit:
+    """One page in one context: load, settle, capture."""
+
+    def __init__(self, renderer: Renderer, context, result: Rendered):
+        self.renderer, self.context, self.result = renderer, context, result
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + renderer.timeout
+        self.saving: set[asyncio.Task] = set()
+        self.bytes = 0
+        self.dropped = 0
+        self.counts = {"dialog": 0, "popup": 0, "download": 0}
+        self.download_started = asyncio.Event()
+
+    def left_ms(self, cap: float | None = None) -> float:
+        left = max(self.deadline - self.loop.time(), 0.05)
+        return 1000 * (min(left, cap) if cap else left)
+
+    async def run(self) -> None:
+        page = await self.context.new_page()
+        self.page = page
+        page.on("popup", self._popup)
+        page.on("dialog", self._dialog)
+        page.on("download", self._download)
+        page.on("response", self._document)
+        page.on("requestfinished", lambda request: self._keep(request))
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        # a page that starts a download never finishes loading: stop waiting at the download
+        loading = asyncio.ensure_future(page.goto(self.result.url, wait_until="domcontentloaded", timeout=self.left_ms()))
+        downloading = asyncio.ensure_future(self.download_started.wait())
+        await asyncio.wait([loading, downloading], return_when=asyncio.FIRST_COMPLETED)
+        downloading.cancel()
+        if not loading.done():
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
+        elif isinstance(loading.exception(), PlaywrightTimeout):
+            self._timed_out("the page did not load")
+        elif loading.exception() is not None:
+            if "Download is starting" not in str(loading.exception()):
+                raise loading.exception()
+            self.counts["download"] = max(self.counts["download"], 1)
+            self.result.error = RenderError.FAILED
+            self.result.notes.append("the address is a download, not a page")
+            await self._finish()
+            return
+        await self._settle()
+        await self._capture()
+        await self._finish()
+
+    async def _settle(self) -> None:
+        """Network idle, lazy images scrolled into view, and a challenge given time to reload."""
+        for _ in range(3):  # a challenge that reloads into another challenge gets three chances
+            await self._idle()
+            await self._scroll()
+            await self._idle(cap=3)
+            if not await self._looks_unfinished():
+                return
+            try:  # a JavaScript challenge computes its cookie, then navigates
+                await self.page.wait_for_event("framenavigated", timeout=self.left_ms(cap=8))
+                await self.page.wait_for_load_state("domcontentloaded", timeout=self.left_ms())
+            except Exception:  # noqa: BLE001 - nothing more came
+                return
+
+    async def _idle(self, cap: float | None = None) -> None:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            await self.page.wait_for_load_state("networkidle", timeout=self.left_ms(cap))
+        except PlaywrightTimeout:
+            if cap is None:
+                self._timed_out("the network never went idle")
+
+    async def _scroll(self) -> None:
+        script = "() => { window.scrollBy(0, window.innerHeight); return window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2; }"
+        for _ in range(MAX_SCROLLS):
+            if self.loop.time() > self.deadline:
+                break
+            try:
+                at_end = await self.page.evaluate(script)
+            except Exception:  # noqa: BLE001 - the page navigated while scrolling
+                return
+            await asyncio.sleep(0.2)
+            if at_end:
+                break
+        try:
+            await self.page.evaluate("() => window.scrollTo(0, 0)")
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def _looks_unfinished(self) -> bool:
+        """A challenge page, or a near-empty one that sets a cookie and reloads: worth waiting for."""
+        try:
+            html = await self.page.content()
+            text = await self.page.evaluate("() => (document.body && document.body.innerText || '').length")
+        except Exception:  # noqa: BLE001 - navigating right now
+            return True
+        if blocked_reason(self.result.status or 200, self.page.url, self.result.url, html[:65536]):
+            return True
+        return text < 200 and bool(_SETS_COOKIE.search(html)) and bool(_RELOADS.search(html))
+
+    async def _capture(self) -> None:
+        page = self.page
+        for _ in range(3):
+            try:
+                self.result.dom = (await page.content()).encode("utf-8")
+                break
+            except Exception:  # noqa: BLE001 - navigated between settling and now
+                await asyncio.sleep(0.5)
+        self.result.final_url = page.url
+        shot = 10_000  # screenshots get time of their own (GRACE)
+        try:
+            self.result.screenshot = await page.screenshot(type="png", timeout=shot, animations="disabled")
+            height = await page.evaluate("() => document.documentElement.scrollHeight")
+            if height > VIEWPORT["height"]:
+                clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, FULL_PAGE_MAX_HEIGHT)}
+                self.result.full_screenshot = await page.screenshot(type="png", full_page=True, clip=clip, timeout=shot, animations="disabled")
+        except Exception as exc:  # noqa: BLE001 - the DOM is still worth keeping
+            self.result.notes.append(f"no screenshot: {_short(exc)}")
+
+    async def _finish(self) -> None:
+        if self.saving:
+            await asyncio.wait(self.saving, timeout=5)
+            for task in self.saving:
+                task.cancel()
+        for kind, (one, many) in _REFUSED.items():
+            if self.counts[kind]:
+                self.result.notes.append(f"{self.counts[kind]} {one if self.counts[kind] == 1 else many}")
+        if self.dropped:
+            self.result.notes.append(f"{self.dropped} responses over the {self.renderer.max_bytes:,}-byte budget not saved")
+
+    def _timed_out(self, what: str) -> None:
+        if self.result.error is None:
+            self.result.error = RenderError.TIMEOUT
+            self.result.notes.append(f"{what} within {self.renderer.timeout:g} s; captured as it was then")
+
+    async def _dialog(self, dialog) -> None:
+        self.counts["dialog"] += 1
+        try:
+            await dialog.dismiss()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def _popup(self, popup) -> None:
+        self.counts["popup"] += 1
+        try:
+            await popup.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def _download(self, download) -> None:
+        self.counts["download"] += 1
+        self.download_started.set()
+        try:
+            await download.cancel()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _document(self, response) -> None:
+        """The main frame's document: its status is the page's."""
+        if response.request.is_navigation_request() and response.frame == self.page.main_frame:
+            self.result.status = response.status
+
+    def _keep(self, request) -> None:
+        task = asyncio.ensure_future(self._save(request))
+        self.saving.add(task)
+        task.add_done_callback(self.saving.discard)
+
+    async def _save(self, request) -> None:
+        """A response the browser received, as a WARC capture (so the snapshot can be replayed)."""
+        if not request.url.startswith(("http://", "https://")):
+            return
+        try:
+            response = await request.response()
+            if response is None:
+                return
+            try:
+                body = await response.body()
+            except Exception:  # noqa: BLE001 - redirects and aborted loads have no body
+                body = b""
+            headers = [(h["name"], h["value"]) for h in await response.headers_array()]
+            request_headers = [(h["name"], h["value"]) for h in await request.headers_array()]
+        except Exception:  # noqa: BLE001 - the page closed under it: a response in flight is lost
+            return
+        if self.bytes + len(body) > self.renderer.max_bytes:
+            self.dropped += 1
+            return
+        self.bytes += len(body)
+        self.result.responses.append(
+            Capture(
+                url=request.url,
+                method=request.method,
+                request_headers=request_headers,
+                status=response.status,
+                reason=response.status_text,
+                http_version="HTTP/1.1",
+                # the body is stored decoded, so its encoding no longer applies
+                response_headers=[(k, v) for k, v in headers if k.lower() != "content-encoding"],
+                body=io.BytesIO(body),
+            )
+        )
+
+
+def _playwright_cookie(cookie: Cookie) -> dict:
+    """A cookies.txt cookie as Playwright takes it: still only for its own domain."""
+    return {
+        "name": cookie.name,
+        "value": cookie.value or "",
+        "domain": cookie.domain,
+        "path": cookie.path or "/",
+        "expires": float(cookie.expires) if cookie.expires else -1,
+        "secure": bool(cookie.secure),
+        "httpOnly": bool(cookie.has_nonstandard_attr("HttpOnly")),
+    }
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -1,0 +1,237 @@
+"""Browser capture: pages that need JavaScript, JavaScript challenges, a screenshot.
+
+A pass after the HTTP fetch. It picks from the archive the pages whose HTTP
+capture has no article text, looks like a JavaScript application shell or is
+a JavaScript challenge (every HTML page with `--browser always`), renders each
+in Debian's chromium driven by Playwright, and stores in the WARC files the
+responses the browser received, the rendered DOM (a `conversion` record that
+refers to the HTTP capture) and PNG screenshots. The article is extracted from
+the rendered DOM when that has more text. Records are flushed before the
+database points at them, and each page is one transaction: a kill -9 loses only
+the renders in flight, which the next run does again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from http.cookiejar import CookieJar
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from . import warc
+from ._blocked import blocked_reason
+from ._client import Exchange, HostGate
+from ._faults import crash_point
+from ._render import Rendered, Renderer, RenderError
+from .extract import Extraction, extract_capture
+from .store import Archive, now
+
+__all__ = ["BrowserMode", "CaptureKind", "RenderError", "find_chromium", "render_pass", "resolve"]
+
+
+class BrowserMode(StrEnum):
+    AUTO = "auto"  # pages without text, app shells and JavaScript challenges
+    ALWAYS = "always"  # every HTML page
+    NEVER = "never"
+
+
+class CaptureKind(StrEnum):
+    """`pages.capture`: which capture the article was extracted from."""
+
+    HTTP = "http"
+    BROWSER = "browser"
+
+
+# `blocked` reasons (see _blocked.py) that a real browser can get past; sign-in walls need --cookies.
+CHALLENGES = ("Cloudflare challenge", "zhihu anti-bot check", "WeChat verification page")
+SHELL_WORDS = 100  # a page with fewer words is checked for an application shell
+_SHELL = re.compile(
+    r"""<div[^>]+id\s*=\s*["']?(?:root|app|__next|__nuxt|svelte)\b[^>]*>\s*</div>"""
+    r"|<noscript[^>]*>[^<]{0,300}\b(?:enable|requires?|need)\b[^<]{0,60}javascript",
+    re.I,
+)
+
+
+def find_chromium(explicit: str | os.PathLike | None = None) -> str | None:
+    """`--chromium PATH`, else `MIRROR_CHROMIUM`, else Debian's chromium on the PATH."""
+    named = explicit or os.environ.get("MIRROR_CHROMIUM")
+    if named:
+        path = Path(named)
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | None, str | None]:
+    """(mode, chromium path, why the browser is off) for the options a user gave.
+
+    `auto` without a usable chromium or Playwright becomes `never`, with the reason.
+    """
+    mode = BrowserMode(mode)
+    if mode is BrowserMode.NEVER:
+        return mode, None, None
+    path = find_chromium(chromium)
+    problem = None
+    if path is None:
+        named = chromium or os.environ.get("MIRROR_CHROMIUM")
+        problem = f"{named}: not an executable chromium" if named else "no chromium found (apt install chromium, or --chromium PATH)"
+    else:
+        try:
+            import playwright.async_api  # noqa: F401
+        except ImportError:
+            problem = "Playwright is not installed (pip install playwright)"
+    if problem:
+        return BrowserMode.NEVER, None, problem
+    return mode, path, None
+
+
+def needs_render(archive: Archive, page: dict, mode: BrowserMode) -> bool:
+    """Whether a candidate from `Archive.pages_to_render` is worth a browser."""
+    if mode is BrowserMode.ALWAYS or page["status"] != "archived":
+        return True  # no text, or a challenge
+    try:  # a thin page: is it an application shell that JavaScript fills in?
+        _, body = warc.read_payload(archive.path, _location(page))
+    except Exception:  # noqa: BLE001 - an unreadable capture is not worth a browser
+        return False
+    return bool(_SHELL.search(body[:200_000].decode("utf-8", "replace")))
+
+
+async def render_pass(
+    archive: Archive,
+    writer: warc.CaptureWriter,
+    pool,
+    options,
+    cookies: CookieJar | None,
+    progress: Counter,
+    on_render: Callable[[str, str], None] | None = None,
+) -> None:
+    """Render the pages that need a browser; counts outcomes into `progress`, reports each to `on_render`.
+
+    `options` is the run's FetchOptions (browser, chromium, browser_tabs,
+    timeout, per_host, delay, user_agent, headers, max_bytes).
+    """
+    mode, chromium, _ = resolve(options.browser, options.chromium)
+    if mode is BrowserMode.NEVER:
+        return
+    pages = archive.pages_to_render(mode is BrowserMode.ALWAYS, CHALLENGES, SHELL_WORDS)
+    pages = [p for p in pages if needs_render(archive, p, mode)]
+    if not pages:
+        return
+    headers = {k: v for k, v in options.headers.items() if k.lower() not in ("accept-encoding", "host", "cookie", "user-agent")}
+    renderer = Renderer(
+        chromium,
+        tabs=options.browser_tabs,
+        timeout=options.timeout,
+        user_agent=options.user_agent,
+        headers=headers,
+        cookies=list(cookies) if cookies else [],
+        max_bytes=options.max_bytes,
+    )
+    gates: dict[str, HostGate] = {}
+    loop = asyncio.get_running_loop()
+
+    async def one(page: dict) -> None:
+        host = (urlsplit(page["url"]).netloc or "").lower()
+        gate = gates.setdefault(host, HostGate(options.per_host, options.delay))
+        async with gate.slot():  # a render counts as one request to the page's host
+            rendered = await renderer.render(page["url"])
+        outcome = await _store(archive, writer, pool, loop, page, rendered)
+        progress[outcome] += 1
+        if on_render:
+            on_render(page["url"], outcome)
+
+    tasks = [asyncio.create_task(one(page)) for page in pages]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await renderer.close()
+
+
+async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> str:
+    """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary."""
+    url = page["url"]
+    http = _location(page) if page["status"] != "failed" else archive.last_capture(url)
+    refers = warc.record_id(archive.path, http) if http else None
+    source = page["final_url"] or url  # the URI of that HTTP capture
+    items: list[warc.Capture | warc.Derived] = list(rendered.responses)
+    derived = []
+    if rendered.dom is not None:
+        derived.append(warc.Derived(rendered.final_url, "text/html; charset=utf-8", rendered.dom, "conversion", refers, source))
+    if rendered.screenshot is not None:
+        derived.append(warc.Derived(f"urn:screenshot:{rendered.final_url}", "image/png", rendered.screenshot, "resource", refers, source))
+    if rendered.full_screenshot is not None:
+        derived.append(warc.Derived(f"urn:screenshot-full:{rendered.final_url}", "image/png", rendered.full_screenshot, "resource", refers, source))
+    locations = writer.write_many(items + derived) if items or derived else []
+    crash_point("render")
+    captured = dict(zip([c.url for c in rendered.responses], zip(rendered.responses, locations, strict=False), strict=False))
+    extra = iter(locations[len(items):])
+    dom = next(extra) if rendered.dom is not None else None
+    shots = [next(extra) if rendered.screenshot is not None else None, next(extra) if rendered.full_screenshot is not None else None]
+    values: dict[str, object] = {"render_error": rendered.error, "render_note": "; ".join(rendered.notes) or None}
+    if shots[0] is not None:
+        values |= {
+            "screenshot_warc_file": shots[0].file,
+            "screenshot_warc_offset": shots[0].offset,
+            "screenshot_warc_length": shots[0].length,
+            "full_screenshot_warc_offset": shots[1].offset if shots[1] else None,
+            "full_screenshot_warc_length": shots[1].length if shots[1] else None,
+        }
+    article = None
+    if dom is not None:
+        still = blocked_reason(rendered.status or 200, rendered.final_url, url, rendered.dom[:65536].decode("utf-8", "replace"))
+        if still:
+            values |= {"render_error": RenderError.BLOCKED, "render_note": _join(rendered.notes, f"still blocked after rendering: {still}")}
+        else:
+            try:
+                article = await loop.run_in_executor(pool, extract_capture, str(archive.path), dom, rendered.final_url)
+            except Exception as exc:  # noqa: BLE001 - a failed extraction keeps the HTTP outcome
+                values["render_note"] = _join(rendered.notes, f"extraction of the rendered page failed: {exc}")
+    wins = article is not None and (
+        page["status"] == "failed" or (article.status == "archived" and article.word_count > (page["word_count"] or 0))
+    )
+    if not wins:
+        # a render the crash of the browser took down is tried again on the next run
+        archive.record_render(url, values, None, [], done=rendered.error != RenderError.CRASH)
+        return str(values["render_error"] or f"kept {CaptureKind.HTTP}")
+    values |= {
+        "status": article.status,
+        "capture": CaptureKind.BROWSER,
+        "http_status": rendered.status,
+        "final_url": rendered.final_url,
+        "content_type": "text/html; charset=utf-8",
+        "fetched_at": now(),
+        "warc_file": dom.file,
+        "warc_offset": dom.offset,
+        "warc_length": dom.length,
+        "source": "live",
+        "error": None,
+        "error_message": None,
+    }
+    archive.record_render(url, values, article, list(_images(article, captured)))
+    return f"{article.status} from {CaptureKind.BROWSER}"
+
+
+def _images(article: Extraction, captured: dict) -> Iterable[Exchange]:
+    """The article's images that the browser received, as captures for the resources table."""
+    for image in article.images:
+        if image in captured:
+            capture, location = captured[image]
+            content_type = next((v for k, v in capture.response_headers if k.lower() == "content-type"), None)
+            if 200 <= capture.status < 300 and (content_type or "").startswith("image/"):
+                yield Exchange(url=image, final_url=image, status=capture.status, content_type=content_type, location=location)
+
+
+def _location(page: dict) -> warc.WarcLocation:
+    return warc.WarcLocation(page["warc_file"], page["warc_offset"], page["warc_length"])
+
+
+def _join(notes: list[str], more: str) -> str:
+    return "; ".join([*notes, more])

@@ -1,0 +1,458 @@
+"""Browser capture in Debian's chromium: JavaScript pages, challenges, lazy images, hostile pages.
+
+One `mirror fetch` (one browser) over a loopback site serves most tests; each
+asserts on the archive it left. Skipped where chromium is missing, failed under CI.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from warcio.archiveiterator import ArchiveIterator
+
+from mirror import warc
+from mirror.fetch import FetchOptions, run
+from mirror.seeds import read_seeds
+from mirror.store import Archive
+
+from .conftest import run_mirror
+from .test_browser import CHROMIUM, chromium_or_skip
+
+TIMEOUT = 12.0  # --timeout for the renders; a page that never settles is cut here
+
+PARAGRAPHS = [
+    "FlashAttention computes exact attention in tiles that fit in on-chip memory, so the full attention matrix is never written out.",
+    "在线 softmax 让注意力计算可以逐块完成，避免把整个注意力矩阵写回显存，从而显著降低显存占用并提升速度。",
+    "The backward pass recomputes the tiles instead of storing them, trading a little compute for a large saving in memory traffic.",
+]
+ARTICLE_HTML = "<article><h1>{title}</h1>" + "".join(f"<p>{p}</p>" for p in PARAGRAPHS) + "</article>"
+
+SPA = b"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>App</title></head><body>
+<div id="root"></div>
+<script>
+fetch('/api/article.json').then(r => r.json()).then(a => {
+  const root = document.getElementById('root');
+  const article = document.createElement('article');
+  const h = document.createElement('h1'); h.textContent = a.title; article.appendChild(h);
+  for (const text of a.paragraphs) { const p = document.createElement('p'); p.textContent = text; article.appendChild(p); }
+  root.appendChild(article);
+  document.title = a.title;
+});
+</script></body></html>"""
+
+CHALLENGE = b"""<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>
+<p>Checking your browser before accessing the site.</p>
+<script>
+document.cookie = "mirror_clearance=" + (6 * 7) + "; path=/";
+setTimeout(function () { location.reload(); }, 300);
+</script></body></html>"""
+
+LAZY = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Lazy images</title></head><body>""" + ARTICLE_HTML.format(title="Lazy images")
+        + "".join(f'<div style="height:1500px"></div><p>Figure {i}</p><img class="lazy" data-src="/img/{i}.png" width="200" height="100" alt="figure {i}">' for i in range(3))
+        + """<script>
+const seen = new IntersectionObserver(entries => { for (const e of entries) if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); } });
+document.querySelectorAll('img.lazy').forEach(img => seen.observe(img));
+</script></body></html>""").encode()
+
+NEVER_SETTLES = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Never settles</title></head><body>""" + ARTICLE_HTML.format(title="Never settles")
+                 + """<div id="feed"></div><script>
+fetch('/hang');
+setInterval(() => { const d = document.createElement('div'); d.textContent = 'tick'; document.getElementById('feed').appendChild(d); }, 100);
+</script></body></html>""").encode()
+
+DIALOGS = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Dialogs</title></head><body>""" + ARTICLE_HTML.format(title="Dialogs")
+           + """<script>
+alert('hello'); confirm('sure?'); window.open('/popup', '_blank'); window.open('/popup?2');
+document.addEventListener('DOMContentLoaded', () => { document.body.dataset.after = 'dialogs'; });
+</script></body></html>""").encode()
+
+DOWNLOAD = b"""<!DOCTYPE html><html><head><title>Your file</title></head><body><p>Your download starts.</p>
+<script>location.href = '/file.bin';</script></body></html>"""
+
+SHELL = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shell</title></head><body>
+<article><h1>Notes on attention</h1><p>This site collects reading notes about efficient attention kernels, memory hierarchies
+and the tricks that make long contexts affordable on a single accelerator. The full article below is rendered by the
+browser from the page's own script.</p><div id="app"></div></article>
+<script>
+const app = document.getElementById('app');
+for (const text of """ + json.dumps(PARAGRAPHS * 3) + """) { const p = document.createElement('p'); p.textContent = text; app.appendChild(p); }
+</script></body></html>""").encode()
+
+STATIC = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Server rendered</title></head><body>"""
+          + ARTICLE_HTML.format(title="Server rendered") + "</body></html>").encode()
+
+
+class Site(ThreadingHTTPServer):
+    """The loopback site: JavaScript pages, a cookie challenge, a hanging request."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.hits: dict[str, int] = {}
+        self.headers: dict[str, list[dict[str, str]]] = {}
+        self.lock = threading.Lock()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Site
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802
+        path = self.path.split("?")[0]
+        with self.server.lock:
+            self.server.hits[path] = self.server.hits.get(path, 0) + 1
+            self.server.headers.setdefault(path, []).append(dict(self.headers.items()))
+        try:
+            self.route(path)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def route(self, path: str) -> None:
+        if path == "/spa":
+            return self.send(200, SPA)
+        if path == "/api/article.json":
+            body = json.dumps({"title": "Rendered by JavaScript", "paragraphs": PARAGRAPHS}).encode()
+            return self.send(200, body, "application/json")
+        if path == "/members":
+            return self.send(200, SPA.replace(b"/api/article.json", b"/api/members.json"))
+        if path == "/api/members.json":
+            if "session=s3cret" not in (self.headers.get("Cookie") or ""):
+                return self.send(403, b'{"error": "log in"}', "application/json")
+            body = json.dumps({"title": "Members only", "paragraphs": PARAGRAPHS}).encode()
+            return self.send(200, body, "application/json")
+        if path == "/challenge":
+            if "mirror_clearance=42" in (self.headers.get("Cookie") or ""):
+                return self.send(200, STATIC.replace(b"Server rendered", b"Behind the challenge"))
+            return self.send(503, CHALLENGE, extra={"Server": "cloudflare"})
+        if path == "/lazy":
+            return self.send(200, LAZY)
+        if path.startswith("/img/"):
+            from .webserver import PNG
+
+            return self.send(200, PNG, "image/png")
+        if path == "/never-settles":
+            return self.send(200, NEVER_SETTLES)
+        if path == "/hang":
+            time.sleep(60)  # answers long after the render's bound
+            return self.send(200, b"late")
+        if path == "/dialogs":
+            return self.send(200, DIALOGS)
+        if path == "/popup":
+            return self.send(200, b"<html><title>pop-up</title>a pop-up</html>")
+        if path == "/download":
+            return self.send(200, DOWNLOAD)
+        if path == "/file.bin":
+            return self.send(200, b"\0" * 4096, "application/octet-stream", {"Content-Disposition": 'attachment; filename="file.bin"'})
+        if path == "/busy":  # the page's script never returns: the renderer stops answering
+            return self.send(200, STATIC.replace(b"</body>", b"<script>setTimeout(() => { for (;;) {} }, 50)</script></body>"))
+        if path == "/static":
+            return self.send(200, STATIC)
+        if path == "/shell":
+            return self.send(200, SHELL)
+        self.send(404, b"not here")
+
+    def send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", extra: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members", "/shell"]
+
+
+@pytest.fixture(scope="module")
+def site():
+    server = Site()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def fetch_into(root: Path, site: Site, browser: str) -> dict:
+    seeds = root / "seeds"
+    seeds.mkdir(parents=True)
+    (seeds / "list.txt").write_text("\n".join(site.url(p) for p in PAGES) + "\n", encoding="utf-8")
+    with Archive(root / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([seeds], base=root))
+        started = time.monotonic()
+        summary = run(archive, FetchOptions(delay=0, retries=0, workers=1, timeout=TIMEOUT, browser=browser, chromium=CHROMIUM))
+        return {"summary": summary, "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="module")
+def rendered(site, tmp_path_factory):
+    """One run with --browser auto (one browser for the whole module's main run)."""
+    chromium_or_skip()
+    root = tmp_path_factory.mktemp("auto")
+    outcome = fetch_into(root, site, "auto")
+    db = sqlite_utils.Database(root / "archive" / "mirror.db")
+    pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
+    return {**outcome, "root": root, "db": db, "pages": pages}
+
+
+@pytest.fixture(scope="module")
+def http_only(site, tmp_path_factory):
+    root = tmp_path_factory.mktemp("never")
+    fetch_into(root, site, "never")
+    db = sqlite_utils.Database(root / "archive" / "mirror.db")
+    return {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
+
+
+def warc_records(root: Path) -> list[tuple[str, str, bytes]]:
+    records = []
+    for path in sorted((root / "archive" / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                records.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read()))
+    return records
+
+
+def test_single_page_app_is_archived_with_its_text(rendered, http_only):
+    assert http_only["spa"]["status"] == "no_text"
+    assert http_only["spa"]["capture"] == "http"
+    spa = rendered["pages"]["spa"]
+    assert spa["status"] == "archived", spa["render_note"]
+    assert spa["capture"] == "browser"
+    assert spa["title"] == "Rendered by JavaScript"
+    assert "在线 softmax" in spa["text"] and "tiles that fit" in spa["text"]
+    hits = [r["id"] for r in rendered["db"].query("select rowid as id from pages_fts where pages_fts match ?", ['"softmax"'])]
+    assert spa["id"] in hits
+
+
+def test_rendered_dom_is_a_conversion_record_tied_to_the_http_capture(rendered):
+    spa = rendered["pages"]["spa"]
+    archive = rendered["root"] / "archive"
+    with open(archive / "warc" / spa["warc_file"], "rb") as f:
+        f.seek(spa["warc_offset"])
+        record = next(iter(ArchiveIterator(io.BytesIO(f.read(spa["warc_length"])))))
+    assert record.rec_type == "conversion"
+    http_capture = rendered["db"].execute(
+        "select warc_file, warc_offset, warc_length from attempts where url = ? order by id limit 1", [spa["url"]]
+    ).fetchone()
+    assert record.rec_headers.get_header("WARC-Refers-To") == warc.record_id(archive, warc.WarcLocation(*http_capture))
+    assert b"Rendered by JavaScript" in record.content_stream().read()
+    # the responses the browser received are there to replay the snapshot
+    responses = {uri for kind, uri, _ in warc_records(rendered["root"]) if kind == "response"}
+    assert spa["url"].replace("/spa", "/api/article.json") in responses
+
+
+def test_javascript_challenge_is_archived_as_the_real_article(rendered, http_only):
+    assert http_only["challenge"]["status"] == "failed"
+    assert http_only["challenge"]["error"] == "blocked"
+    page = rendered["pages"]["challenge"]
+    assert page["status"] == "archived", page["render_note"]
+    assert page["error"] is None
+    assert page["title"] == "Behind the challenge"
+    assert page["capture"] == "browser"
+    assert page["http_status"] == 200
+
+
+def test_download_page_ends_with_a_status_and_a_reason(rendered, site):
+    page = rendered["pages"]["download"]
+    assert page["status"] == "no_text"
+    assert page["rendered_at"] is not None
+    assert "download" in (page["render_note"] or ""), page["render_note"]
+
+
+def test_application_shell_with_some_text_is_rendered(rendered, http_only):
+    assert http_only["shell"]["status"] == "archived" and http_only["shell"]["word_count"] < 100  # thin, but not empty
+    page = rendered["pages"]["shell"]
+    assert (page["status"], page["capture"]) == ("archived", "browser")
+    assert page["word_count"] > 3 * http_only["shell"]["word_count"]
+
+
+def test_static_article_is_not_rendered_in_auto(rendered):
+    page = rendered["pages"]["static"]
+    assert page["status"] == "archived"
+    assert page["capture"] == "http"
+    assert page["rendered_at"] is None
+
+
+def test_screenshot_shows_the_page(rendered):
+    from PIL import Image, ImageStat
+
+    spa = rendered["pages"]["spa"]
+    assert spa["screenshot_warc_file"]
+    _, png = warc.read_payload(rendered["root"] / "archive", warc.WarcLocation(spa["screenshot_warc_file"], spa["screenshot_warc_offset"], spa["screenshot_warc_length"]))
+    image = Image.open(io.BytesIO(png)).convert("L")
+    assert image.size == (1280, 800)
+    assert ImageStat.Stat(image).stddev[0] > 5  # text on a white page, not a blank screen
+    assert ImageStat.Stat(image).extrema[0][0] < 100  # some dark pixels: the heading
+
+
+@pytest.fixture(scope="module")
+def always(site, tmp_path_factory):
+    """`mirror fetch --browser always` as a real process: every HTML page rendered."""
+    chromium_or_skip()
+    root = tmp_path_factory.mktemp("always")
+    (root / "seeds").mkdir()
+    (root / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in PAGES) + "\n", encoding="utf-8")
+    (root / "cookies.txt").write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n")
+    started = time.monotonic()
+    result = run_mirror(
+        "fetch", "--browser", "always", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1",
+        "--timeout", str(TIMEOUT), "--json", "--cookies", "cookies.txt", "--header", "X-Archive: mirror-test",
+        "--user-agent", "MirrorTest/1.0", cwd=root, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    db = sqlite_utils.Database(root / "archive" / "mirror.db")
+    pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
+    return {"root": root, "db": db, "pages": pages, "summary": json.loads(result.stdout), "seconds": time.monotonic() - started,
+            "stderr": result.stderr}
+
+
+def test_always_renders_every_html_page(always):
+    for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static", "members", "shell"):
+        assert always["pages"][name]["rendered_at"] is not None, name
+        assert always["pages"][name]["screenshot_warc_file"], name
+    assert sum(always["summary"]["rendered"].values()) == len(PAGES)
+    said = [line for line in always["stderr"].splitlines() if line.startswith("browser ")]  # one line per render
+    assert len(said) == len(PAGES) and any("archived from browser" in line and "/spa" in line for line in said)
+
+
+def test_cookies_header_and_user_agent_apply_in_the_browser(always, site, rendered):
+    assert rendered["pages"]["members"]["status"] == "no_text"  # without the cookie: nothing to read
+    page = always["pages"]["members"]
+    assert (page["status"], page["capture"], page["title"]) == ("archived", "browser", "Members only")
+    sent = site.headers["/api/members.json"][-1]  # asked by the page's own fetch(), in the browser
+    assert "session=s3cret" in sent["Cookie"]
+    assert sent["X-Archive"] == "mirror-test"
+    assert sent["User-Agent"] == "MirrorTest/1.0"
+
+
+def test_lazy_images_captured_in_always(always, site):
+    responses = {uri for kind, uri, _ in warc_records(always["root"]) if kind == "response"}
+    for i in range(3):
+        assert site.url(f"/img/{i}.png") in responses
+        # asked for by the browser when scrolled into view (the HTTP image fetcher sends no Sec-Fetch-Dest)
+        assert any(h.get("Sec-Fetch-Dest") == "image" for h in site.headers[f"/img/{i}.png"])
+    dom = next(body for kind, uri, body in warc_records(always["root"]) if kind == "conversion" and uri == site.url("/lazy"))
+    assert b'src="/img/2.png"' in dom  # scrolled into view before the DOM was taken
+
+
+def test_never_settling_page_is_cut_at_the_timeout(always):
+    page = always["pages"]["never-settles"]
+    assert page["status"] == "archived"
+    assert page["render_error"] == "render_timeout"
+    assert "never went idle" in page["render_note"]
+    assert always["seconds"] < 600  # and the run went on to the end (a hang guard, not a speed test)
+
+
+def test_dialogs_and_pop_ups_are_refused(always, site):
+    page = always["pages"]["dialogs"]
+    assert page["status"] == "archived"
+    assert "2 dialogs dismissed" in page["render_note"]
+    assert "pop-up" in page["render_note"]
+
+
+def test_no_chromium_falls_back_to_http_with_one_line(tmp_path, site):
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "list.txt").write_text(site.url("/static") + "\n", encoding="utf-8")
+    env = {"PATH": str(Path(sys.executable).parent), "MIRROR_BROWSER": "auto", "MIRROR_CHROMIUM": ""}
+    result = run_mirror("fetch", "--delay", "0", "--retries", "0", "--workers", "1", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("no browser:") == 1
+    assert "no chromium found" in result.stderr
+
+
+def test_bad_browser_options_are_refused(tmp_path):
+    result = run_mirror("fetch", "--browser", "sometimes", cwd=tmp_path)
+    assert result.returncode == 2 and "expected auto, always or never" in result.stderr
+    result = run_mirror("fetch", "--chromium", str(tmp_path / "nope"), cwd=tmp_path)
+    assert result.returncode == 2 and "not an executable chromium" in result.stderr
+
+
+def test_datasette_shows_screenshots(rendered):
+    import asyncio
+
+    from datasette.app import Datasette
+
+    ds = Datasette([str(rendered["root"] / "archive" / "mirror.db")])
+    spa, static = rendered["pages"]["spa"], rendered["pages"]["static"]
+
+    def get(path):
+        return asyncio.run(ds.client.get(path))
+
+    shot = get(f"/-/mirror/screenshot/{spa['id']}")
+    assert shot.status_code == 200 and shot.headers["content-type"] == "image/png"
+    assert shot.content.startswith(b"\x89PNG")
+    assert get(f"/-/mirror/screenshot/{static['id']}").status_code == 404  # never rendered
+    reader = get(f"/-/mirror/page/{spa['id']}").text
+    assert f'src="/-/mirror/screenshot/{spa["id"]}?full=1"' in reader
+    snapshot = get(f"/-/mirror/snapshot/{spa['id']}")  # the rendered DOM, defused like any capture
+    assert "Rendered by JavaScript" in snapshot.text and "<script" not in snapshot.text
+    hits = get("/-/mirror/search?q=softmax").text
+    assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
+    assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits
+
+
+@pytest.mark.parametrize("point", ["render", "render_commit"])
+def test_kill_9_during_a_render_loses_only_that_render(tmp_path, site, point):
+    chromium_or_skip()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "list.txt").write_text(f"{site.url('/spa')}\n{site.url('/static')}\n", encoding="utf-8")
+    args = ["fetch", "--browser", "auto", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1", "--timeout", str(TIMEOUT)]
+    killed = run_mirror(*args, cwd=tmp_path, env={"MIRROR_CRASH_AT": f"{point}:1"}, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    spa = next(db.query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"], spa["rendered_at"]) == ("no_text", "http", None)  # the HTTP outcome stands
+
+    rerun = run_mirror(*args, cwd=tmp_path, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    spa = next(db.query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"]) == ("archived", "browser")
+    assert "在线 softmax" in spa["text"]
+    assert db.execute("select count(*) from pages_fts where rowid = ?", [spa["id"]]).fetchone()[0] == 1
+    assert sum(1 for kind, _, _ in warc_records(tmp_path) if kind == "conversion") >= 1  # every file reads back
+
+
+def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path, site):
+    chromium_or_skip()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "list.txt").write_text(f"{site.url('/busy')}\n{site.url('/static')}\n", encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([tmp_path / "seeds"], base=tmp_path))
+        options = FetchOptions(delay=0, retries=0, workers=1, timeout=5, browser="always", chromium=CHROMIUM, browser_tabs=1)
+        summary = run(archive, options)
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    busy, static = (next(db.query("select * from pages where url = ?", [site.url(p)])) for p in ("/busy", "/static"))
+    assert (busy["status"], busy["capture"], busy["render_error"]) == ("archived", "http", "render_hung")  # the HTTP capture stands
+    assert "restarted" in busy["render_note"] and busy["rendered_at"] is not None
+    assert static["rendered_at"] is not None and static["render_error"] is None  # rendered by the new browser
+    assert static["screenshot_warc_file"]
+    assert summary.rendered["render_hung"] == 1
+
+
+def test_reindex_extracts_rendered_pages_from_their_dom(rendered, tmp_path):
+    import shutil
+
+    from mirror.extract import reindex
+
+    shutil.copytree(rendered["root"] / "archive", tmp_path / "archive")
+    with Archive(tmp_path / "archive") as archive:
+        reindex(archive, workers=1)
+    spa = next(sqlite_utils.Database(tmp_path / "archive" / "mirror.db").query("select * from pages where url like '%/spa'"))
+    assert (spa["status"], spa["capture"], spa["title"]) == ("archived", "browser", "Rendered by JavaScript")
