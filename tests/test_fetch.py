@@ -239,7 +239,7 @@ def test_proxy_from_environment(tmp_path, web, monkeypatch):
 def test_connection_refused_and_dns_failures(tmp_path):
     refused, unknown = "http://127.0.0.1:9/x", "http://no-such-host.invalid/x"
     db, _ = fetch_urls(tmp_path, [refused, unknown], retries=1)
-    assert page(db, refused)["error"] == "connect" and page(db, refused)["attempts"] == 2
+    assert page(db, refused)["error"] == "connect" and page(db, refused)["attempts"] == 1  # refused is not retried
     assert page(db, unknown)["error"] == "dns" and page(db, unknown)["attempts"] == 1
 
 

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ._client import OFFLINE_HINT
 from .fetch import PageResult, Summary
 
 
@@ -75,6 +76,12 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(status, str(count))
     for error, count in summary.errors.most_common():
         table.add_row(f"  reason: {error}", str(count))
+    for host, (reason, pages) in sorted(summary.down_hosts.items(), key=lambda item: -item[1][1]):
+        table.add_row(f"host down: {host} ({reason})", str(pages))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(f"slow host: {host}", f"{seconds:.2f} s × {pages}")
+    if summary.recovered:
+        table.add_row("recovered from an interrupted run's WARC files", str(summary.recovered))
+    if summary.no_host_resolved:
+        table.caption = f"[red]{OFFLINE_HINT}[/]"
     return table

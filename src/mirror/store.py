@@ -430,11 +430,12 @@ class Archive:
         )
         return [(r["url"], r["final_url"] or r["url"], warc.WarcLocation(r["warc_file"], r["warc_offset"], r["warc_length"])) for r in rows]
 
-    def pages_missing_images(self) -> list[tuple[str, list[str]]]:
+    def pages_missing_images(self) -> list[tuple[str, str, list[str]]]:
+        """(url, final_url, image URLs) of archived articles whose images are not all fetched."""
         rows = self.db.query(
-            "select url, images from pages where status = 'archived' and images is not null and resources_at is null"
+            "select url, final_url, images from pages where status = 'archived' and images is not null and resources_at is null"
         )
-        return [(r["url"], json.loads(r["images"])) for r in rows]
+        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"])) for r in rows]
 
     def archived_resource_urls(self) -> set[str]:
         return {r["url"] for r in self.db.query("select distinct url from resources where status = 'archived'")}
@@ -463,16 +464,19 @@ class Archive:
         with self.db.atomic():
             self.db["pages"].update(page_url, {"resources_at": now()})
 
-    def repair_warcs(self) -> list[tuple[Path, int]]:
-        """Check WARC files a crashed run left open; cut truncated tails."""
+    def unclosed_warcs(self) -> list[Path]:
+        """WARC files a run left open (it crashed or was stopped): they may end in a
+        truncated record, and may hold responses the database does not point at yet."""
         folder = self.path / warc.WARC_DIR
         if not folder.is_dir():
             return []
         closed = {row["file"] for row in self.db.query("select file from warc_files where closed_at is not null")}
-        suspects = [p for p in sorted(folder.glob("*.warc.gz")) if p.name not in closed]
-        cut = warc.repair(suspects)
-        self.mark_warcs_closed([p.name for p in suspects])
-        return cut
+        return [p for p in sorted(folder.glob("*.warc.gz")) if p.name not in closed]
+
+    def repair_warcs(self, suspects: list[Path] | None = None) -> list[tuple[Path, int]]:
+        """Cut truncated tails off WARC files a crashed run left open. They stay
+        unclosed until `mark_warcs_closed`, after their responses are recovered."""
+        return warc.repair(self.unclosed_warcs() if suspects is None else suspects)
 
     def mark_warcs_closed(self, files: list[str]) -> None:
         if files:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,9 +22,12 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["Capture", "CaptureWriter", "WarcLocation", "read_payload", "repair"]
+__all__ = ["PAGE_HEADER", "Capture", "CaptureWriter", "Response", "WarcLocation", "read_payload", "repair", "responses"]
 
 WARC_DIR = "warc"
+# Names the page a response was fetched for (the URL before redirects), so that a
+# response written just before a crash can be recovered without fetching it again.
+PAGE_HEADER = "Mirror-Page"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
 # Hop-by-hop framing that no longer describes the de-chunked payload we store.
@@ -163,6 +166,46 @@ def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHe
     for record in ArchiveIterator(data):
         return record.http_headers, record.content_stream().read()
     raise ArchiveLoadFailed(f"no record at {location.file}:{location.offset}")
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response record as the fetcher wrote it: for which page, from where, with what."""
+
+    page: str  # the URL the fetcher was asked for (before redirects)
+    url: str
+    status: int
+    headers: StatusAndHeaders
+    location: WarcLocation
+    date: str
+    truncated: bool
+
+
+def responses(path: Path) -> Iterator[Response]:
+    """The fetcher's response records in one WARC file, in the order they were written.
+
+    Stops quietly at damage: a crashed run's file may end anywhere.
+    """
+    try:
+        with open(path, "rb") as f:
+            records = ArchiveIterator(f)
+            for record in records:
+                page = record.rec_headers.get_header(PAGE_HEADER)
+                if record.rec_type != "response" or not page or record.http_headers is None:
+                    records.read_to_end(record)
+                    continue
+                records.read_to_end(record)
+                yield Response(
+                    page=page,
+                    url=record.rec_headers.get_header("WARC-Target-URI"),
+                    status=int(record.http_headers.get_statuscode() or 0),
+                    headers=record.http_headers,
+                    location=WarcLocation(path.name, records.get_record_offset(), records.get_record_length()),
+                    date=record.rec_headers.get_header("WARC-Date") or "",
+                    truncated=record.rec_headers.get_header("WARC-Truncated") is not None,
+                )
+    except (ArchiveLoadFailed, OSError, ValueError, zlib.error, EOFError):
+        return
 
 
 def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:
