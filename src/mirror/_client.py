@@ -178,6 +178,18 @@ class _Turn:
             self.started()
 
 
+class _HttpClient(httpx.AsyncClient):
+    """httpx builds `response.next_request` even when not following redirects, and
+    raises on a Location it cannot parse (`data:`, `http://xn--/`), losing the
+    response. We follow redirects ourselves, so a bad Location is just no next request."""
+
+    def _build_redirect_request(self, request: httpx.Request, response: httpx.Response) -> httpx.Request | None:
+        try:
+            return super()._build_redirect_request(request, response)
+        except (httpx.InvalidURL, httpx.RemoteProtocolError, UnicodeError, ValueError, IndexError):
+            return None
+
+
 class Client:
     def __init__(
         self,
@@ -224,7 +236,7 @@ class Client:
             headers = self._headers
             if self._private_hosts is None or (parts.hostname or "") in self._private_hosts:
                 headers = {**headers, **self._private_headers}
-            self._clients[host] = httpx.AsyncClient(
+            self._clients[host] = _HttpClient(
                 follow_redirects=False,
                 timeout=httpx.Timeout(self.timeout),
                 headers=headers,
@@ -317,6 +329,8 @@ class Client:
         host = (urlsplit(url).netloc or "").lower()
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
+        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
+        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
         if reach is not None:
             where = await self.reach_of(url)
             if isinstance(where, Exchange):
