@@ -9,6 +9,7 @@ bounded memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import errno
 import ipaddress
@@ -141,19 +142,33 @@ class HostGate:
         self._order = asyncio.Lock()
         self._delay = delay
         self._last_start = float("-inf")
+        self.closed = False
+        self._closing = asyncio.Event()
+
+    def close(self) -> None:
+        """The host is down for this run: its queue goes through at once, to be refused."""
+        self.closed = True
+        self._closing.set()
 
     @asynccontextmanager
     async def turn(self, shared: asyncio.Semaphore) -> AsyncIterator[_Turn]:
+        if self.closed:
+            yield _Turn(self)
+            return
         async with self._slots:
             turn = _Turn(self)
+            if self.closed:
+                yield turn
+                return
             if self._delay > 0:
                 await self._order.acquire()
                 turn.holding = True
             try:
                 loop = asyncio.get_running_loop()
                 wait = self._last_start + self._delay - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                if wait > 0 and not self.closed:
+                    with contextlib.suppress(TimeoutError):  # closing wakes the queue at once
+                        await asyncio.wait_for(self._closing.wait(), wait)
                 async with shared:
                     try:
                         yield turn
@@ -343,7 +358,7 @@ class Client:
         timeout = budget.timeout if budget else self.timeout
         request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
         async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
-            if host in self.down:  # went down while we queued
+            if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
                 return self._refused(url, host)
             hop = Exchange(url=url, final_url=url, started_at=time.time())
             request.extensions["trace"] = turn.trace
@@ -431,12 +446,16 @@ class Client:
             self._unresolved.add(urlsplit(url).hostname or "")
             if not self.reached and len(self._unresolved) >= OFFLINE_AFTER:
                 self.offline = True
+                for host, gate in self._gates.items():
+                    if not _is_ip(f"http://{host}/"):
+                        gate.close()
             failed.give_up = self.offline
         return failed
 
     def _take_down(self, url: str, failed: Exchange) -> None:
         failed.give_up = True
         self.down.setdefault((urlsplit(url).netloc or "").lower(), failed)
+        self._gate(url).close()
 
     async def _read_body(self, response: httpx.Response) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
         body = tempfile.SpooledTemporaryFile(max_size=1 << 20)

@@ -68,6 +68,9 @@ class FetchReporter:
             self._progress = None
 
 
+DOWN_HOSTS_SHOWN = 8
+
+
 def summary_table(summary: Summary) -> Table:
     table = Table(title=f"{summary.done} of {summary.total} pages in {summary.elapsed:.1f} s")
     table.add_column("outcome")
@@ -76,8 +79,12 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(status, str(count))
     for error, count in summary.errors.most_common():
         table.add_row(f"  reason: {error}", str(count))
-    for host, (reason, pages) in sorted(summary.down_hosts.items(), key=lambda item: -item[1][1]):
+    down = sorted(summary.down_hosts.items(), key=lambda item: -item[1][1])
+    for host, (reason, pages) in down[:DOWN_HOSTS_SHOWN]:
         table.add_row(f"host down: {host} ({reason})", str(pages))
+    if len(down) > DOWN_HOSTS_SHOWN:
+        rest = down[DOWN_HOSTS_SHOWN:]
+        table.add_row(f"host down: {len(rest)} more hosts (--json lists them)", str(sum(n for _, (_, n) in rest)))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(f"slow host: {host}", f"{seconds:.2f} s × {pages}")
     if summary.recovered:
