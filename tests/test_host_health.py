@@ -150,3 +150,16 @@ def test_summary_json_lists_down_hosts(tmp_path):
         archive.record_inventory(links_from_urls(["http://gone.invalid/1", "http://gone.invalid/2"]))
         summary = run(archive, FetchOptions(delay=0, retries=2))
     assert summary.as_dict()["down_hosts"] == [{"host": "gone.invalid", "reason": "dns", "pages": 2}]
+
+
+def test_a_hanging_image_host_costs_one_timeout(tmp_path, web):
+    from .webserver import HostileServer
+
+    with HostileServer("127.0.0.3") as hangs:
+        images = [hangs.url(f"/never?i={i}") for i in range(4)]
+        url = web.add("/hang-host", with_images(*images))
+        db, summary = fetch_urls(tmp_path, [url], retries=3, resource_timeout=0.5)
+        assert hangs.recorder.hits["/never"] == 1
+    rows = {r["url"]: r for r in db["resources"].rows}
+    assert {rows[i]["error"] for i in images} == {"timeout"}
+    assert page(db, url)["status"] == "archived"

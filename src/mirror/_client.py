@@ -237,6 +237,7 @@ class Client:
         self.down_pages: Counter[str] = Counter()  # host -> requests refused because it was down
         self.reached = False  # some server answered: the network works
         self._unresolved: set[str] = set()
+        self._answered: set[str] = set()  # hosts that sent a response in this run
         self.offline = False
 
     async def aclose(self) -> None:
@@ -370,12 +371,16 @@ class Client:
                     finally:
                         await response.aclose()
             except TimeoutError:
-                return _failed(url, url, Reason.TIMEOUT, f"no complete response within {timeout:g} s", started=hop.started_at)
+                failed = _failed(url, url, Reason.TIMEOUT, f"no complete response within {timeout:g} s", started=hop.started_at)
+                if budget is not None and host not in self._answered:  # a hanging image host costs one timeout
+                    self._take_down(url, failed)
+                return failed
             except httpx.HTTPError as exc:
                 return self._transport_failure(url, exc, hop.started_at)
             except (ssl.SSLError, OSError) as exc:
                 return _failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
         self.reached = True
+        self._answered.add(host)
         hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
