@@ -1,4 +1,4 @@
-"""Host health, politeness at the server, the resource budget and where requests may go."""
+"""Host health, politeness at the server, the resource budget and where requests may go (`pytest -m hostile`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from mirror.store import Archive
 from .conftest import run_mirror
 from .test_fetch import attempts, fetch_urls, page
 from .webserver import PNG, article
+
+pytestmark = pytest.mark.hostile
 
 ZH_ARTICLE = (
     "<html><head><title>流水线并行</title></head><body><article><h1>流水线并行</h1>"

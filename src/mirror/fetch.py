@@ -200,6 +200,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         concurrency=options.resource_concurrency or options.concurrency,
     )
     image_tasks: list[asyncio.Task] = []
+    archived_images = archive.archived_resource_urls() if options.images else set()
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
         return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url)
@@ -239,7 +240,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
 
     async def images(url: str, final_url: str, found: list[str]) -> None:
         try:
-            await fetch_images(client, archive, resources, url, found, page_reach=await _page_reach(client, final_url, options))
+            await fetch_images(client, archive, resources, url, found, await _page_reach(client, final_url, options), archived_images)
         except (asyncio.CancelledError, OSError, sqlite3.Error):
             raise
         except Exception:  # noqa: BLE001 - images are best effort; the page is saved
@@ -326,9 +327,12 @@ def safe_extract(archive_dir: str, location: warc.WarcLocation, url: str) -> Ext
         return Extraction(status="no_text", kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")
 
 
-async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach) -> None:
-    """Capture an article's images on the resource budget, from addresses no more private than the page's."""
-    done = archive.archived_resource_urls()
+async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach, done: set[str]) -> None:
+    """Capture an article's images on the resource budget, from addresses no more private than the page's.
+
+    `done` holds the image URLs already archived (by any page); it grows as images arrive.
+    """
+    results = []
     for image in images:
         if image in done:
             continue
@@ -337,8 +341,10 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
             if not exchange.retryable or attempt == budget.retries:
                 break
             await asyncio.sleep(backoff_delay(attempt, 0.5, exchange.retry_after, budget.timeout))
-        archive.record_resource(page_url, exchange)
-    archive.mark_resources_done(page_url)
+        results.append(exchange)
+        if exchange.ok:
+            done.add(image)
+    archive.record_resources(page_url, results)
 
 
 def _outcome(result: PageResult, page: PageToFetch) -> str:

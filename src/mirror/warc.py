@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ WARC_DIR = "warc"
 PAGE_HEADER = "Mirror-Page"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
+# Payloads that are compressed already (images, archives, gzip-encoded bodies) are stored in
+# their gzip member without trying to compress them again: the same bytes, no CPU.
+_COMPRESSED_TYPES = re.compile(r"^(image/(?!svg|bmp|x-icon|vnd\.microsoft)|video/|audio/|font/woff|application/(zip|gzip|x-gzip|x-7z|x-rar|x-xz|zstd|pdf|woff))", re.I)
+_COMPRESSED_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
 # Hop-by-hop framing that no longer describes the de-chunked payload we store.
 _FRAMING = {"transfer-encoding", "content-length"}
 
@@ -78,7 +83,7 @@ class CaptureWriter:
         response = _response_record(builder, capture)
         request = _request_record(builder, capture)
         request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
-        first, second = _gzip_member(response), _gzip_member(request)
+        first, second = _gzip_member(response, _level(capture)), _gzip_member(request, GZIP_LEVEL)
         start = out.tell()
         try:
             out.write(first)
@@ -123,11 +128,18 @@ class CaptureWriter:
         return self._file
 
 
-def _gzip_member(record) -> bytes:
+def _level(capture: Capture) -> int:
+    headers = {k.lower(): v for k, v in capture.response_headers}
+    if headers.get("content-encoding", "").strip().lower() in _COMPRESSED_ENCODINGS:
+        return 0
+    return 0 if _COMPRESSED_TYPES.match(headers.get("content-type", "").strip()) else GZIP_LEVEL
+
+
+def _gzip_member(record, level: int) -> bytes:
     """One record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
     buffer = io.BytesIO()
     WARCWriter(buffer, gzip=False).write_record(record)
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
     return compressor.compress(buffer.getvalue()) + compressor.flush()
 
 
