@@ -64,17 +64,19 @@ def test_cli_says_once_that_no_host_resolved(tmp_path, cli):
 
 
 @pytest.mark.parametrize("per_host", [1, 4])
-def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, per_host):
-    """`mirror fetch` runs as its own process: the server's clock is not slowed by the client."""
+def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, web2, per_host):
+    """`mirror fetch` runs as its own process, so the server's clock is not slowed by the client.
+    Two hosts share a concurrency of 2: requests queue for it after passing their host's gate."""
     delay = 0.2
-    urls = [web.url(f"/slow/{i}?s=0.05") for i in range(10)]
-    args = ["--per-host", str(per_host), "--delay", str(delay), "--concurrency", "16", "--no-images"]
+    urls = [server.url(f"/slow/{i}?s=0.1") for i in range(8) for server in (web, web2)]
+    args = ["--per-host", str(per_host), "--delay", str(delay), "--concurrency", "2", "--no-images"]
     done = run_mirror("fetch", *urls, *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    starts = sorted(t for _, t in web.recorder.starts)
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    assert len(starts) == 10
-    assert min(gaps) >= delay * 0.93, gaps  # the server's clock: a few ms of thread scheduling
+    for server in (web, web2):
+        starts = sorted(t for _, t in server.recorder.starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        assert len(starts) == 8
+        assert min(gaps) >= delay * 0.9, gaps  # the server thread's clock jitters by a few ms on a busy machine
 
 
 def test_dead_and_hanging_image_hosts_do_not_hold_up_pages(tmp_path, web, web2):

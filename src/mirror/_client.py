@@ -124,6 +124,7 @@ class Budget:
     timeout: float
     retries: int
     concurrency: int
+    backoff: float = 0.5
     semaphore: asyncio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +134,7 @@ class Budget:
 class HostGate:
     """At most `per_host` requests in flight to one host, starting `delay` apart.
 
-    "Starting" is when the request headers go out (httpcore's trace), after the
+    "Starting" is when the request headers have gone out (httpcore's trace), after the
     shared concurrency slot is taken, so the server sees the spacing we promise.
     """
 
@@ -189,7 +190,7 @@ class _Turn:
             self.gate._order.release()
 
     async def trace(self, event: str, info: dict) -> None:
-        if event.endswith("send_request_headers.started"):
+        if event.endswith("send_request_headers.complete"):  # the request line is on its way
             self.started()
 
 
@@ -232,7 +233,7 @@ class Client:
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
-        self._reach: dict[str, Reach | Exchange] = {}
+        self._reach: dict[str, Reach] = {}
         self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
         self.down_pages: Counter[str] = Counter()  # host -> requests refused because it was down
         self.reached = False  # some server answered: the network works
@@ -328,7 +329,7 @@ class Client:
                         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
                         self._reach[host] = max(reach_of_ip(info[4][0]) for info in infos)
                     except (OSError, UnicodeError, ValueError) as exc:
-                        self._reach[host] = self._dns_failure(url, exc)
+                        return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
         return self._reach[host]
 
     async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
@@ -355,9 +356,7 @@ class Client:
                 return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
-        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
         timeout = budget.timeout if budget else self.timeout
-        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
         async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
             if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
                 return self._refused(url, host)

@@ -198,6 +198,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         timeout=min(options.timeout, options.resource_timeout),
         retries=min(options.retries, options.resource_retries),
         concurrency=options.resource_concurrency or options.concurrency,
+        backoff=min(options.backoff, 1.0),
     )
     image_tasks: list[asyncio.Task] = []
     archived_images = archive.archived_resource_urls() if options.images else set()
@@ -228,7 +229,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         summary.statuses[_outcome(result, page)] += 1
         if not result.ok:
             summary.errors[result.final.error or "unknown"] += 1
-            host = urlsplit(result.final.url).netloc.lower()
+            host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
             if host in client.down:
                 summary.count_down_host(host, client.down[host].error or "")
         summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
@@ -247,10 +248,12 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             pass
 
     finished = False
-    recovered = {page.url: (PageResult(page.url, final, [final]), article) for page, final, article in await recover(archive, suspects, pages, extract)}
-    archive.mark_warcs_closed([p.name for p in suspects])
-    tasks = [asyncio.create_task(one(page)) for page in pages if page.url not in recovered]
+    tasks: list[asyncio.Task] = []
     try:
+        found = await recover(archive, suspects, pages, extract)
+        recovered = {page.url: (PageResult(page.url, final, [final]), article) for page, final, article in found}
+        archive.mark_warcs_closed([p.name for p in suspects])
+        tasks += [asyncio.create_task(one(page)) for page in pages if page.url not in recovered]
         for page in pages:
             if page.url in recovered:
                 done(page, *recovered[page.url])
@@ -340,7 +343,7 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
             exchange = await client.get(image, budget=budget, reach=page_reach)
             if not exchange.retryable or attempt == budget.retries:
                 break
-            await asyncio.sleep(backoff_delay(attempt, 0.5, exchange.retry_after, budget.timeout))
+            await asyncio.sleep(backoff_delay(attempt, budget.backoff, exchange.retry_after, budget.timeout))
         results.append(exchange)
         if exchange.ok:
             done.add(image)
