@@ -432,10 +432,11 @@ class Client:
         if category == Reason.DNS:
             return self._dns_failure(url, exc, started)
         failed = _failed(url, url, category, message, started=started)
-        if category == Reason.CONNECT and _errno(exc) == errno.ECONNREFUSED:
+        refused = category == Reason.CONNECT and _errno(exc) == errno.ECONNREFUSED
+        if refused:
             self._take_down(url, failed)
-        else:
-            self.reached = True  # something answered at that address
+        if refused or category in (Reason.RESET, Reason.PROTOCOL, Reason.TLS):
+            self.reached = True  # something answered at that address: the network works
         return failed
 
     def _dns_failure(self, url: str, exc: BaseException, started: float | None = None) -> Exchange:
