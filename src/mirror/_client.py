@@ -25,7 +25,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
-from collections import Counter
 from enum import IntEnum, StrEnum
 from urllib.parse import urljoin, urlsplit
 
@@ -101,7 +100,6 @@ class Exchange:
     started_at: float = 0.0
     elapsed: float = 0.0
     give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
-    host_down: str | None = None  # set when this failure came from a host already known to be down
 
     @property
     def ok(self) -> bool:
@@ -235,7 +233,6 @@ class Client:
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._reach: dict[str, Reach] = {}
         self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
-        self.down_pages: Counter[str] = Counter()  # host -> requests refused because it was down
         self.reached = False  # some server answered: the network works
         self._unresolved: set[str] = set()
         self._answered: set[str] = set()  # hosts that sent a response in this run
@@ -418,14 +415,10 @@ class Client:
 
     def _refused(self, url: str, host: str) -> Exchange:
         """A request to a host that is down for this run: failed at once, same reason, no waiting."""
-        self.down_pages[host] += 1
         if host in self.down:
             cause = self.down[host]
-            failed = _failed(url, url, cause.error or Reason.CONNECT, cause.message or "", give_up=True)
-        else:
-            failed = _failed(url, url, Reason.DNS, OFFLINE_HINT, give_up=True)
-        failed.host_down = host
-        return failed
+            return _failed(url, url, cause.error or Reason.CONNECT, cause.message or "", give_up=True)
+        return _failed(url, url, Reason.DNS, OFFLINE_HINT, give_up=True)
 
     def _transport_failure(self, url: str, exc: httpx.HTTPError, started: float) -> Exchange:
         category, message = _classify_error(exc)
