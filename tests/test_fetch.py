@@ -239,7 +239,7 @@ def test_proxy_from_environment(tmp_path, web, monkeypatch):
 def test_connection_refused_and_dns_failures(tmp_path):
     refused, unknown = "http://127.0.0.1:9/x", "http://no-such-host.invalid/x"
     db, _ = fetch_urls(tmp_path, [refused, unknown], retries=1)
-    assert page(db, refused)["error"] == "connect" and page(db, refused)["attempts"] == 2
+    assert page(db, refused)["error"] == "connect" and page(db, refused)["attempts"] == 1  # refused is not retried
     assert page(db, unknown)["error"] == "dns" and page(db, unknown)["attempts"] == 1
 
 
@@ -302,12 +302,25 @@ def test_articles_that_mention_verification_are_not_blocked(tmp_path, web):
     assert page(db, url)["status"] == "archived"
 
 
+def test_an_article_quoting_the_wechat_check_is_archived(tmp_path, web):
+    quote = "<p>打开链接时微信显示：“当前环境异常，完成验证后即可继续访问。”这是微信的反爬虫页面。</p>"
+    body = ("<html><head><title>微信文章为什么打不开</title></head><body><article><h1>微信文章为什么打不开</h1>" + quote
+            + "<p>" + "很多人在电脑上打开公众号文章时会遇到验证页面，本文解释其原因，并给出导出 Cookie 的办法。" * 20 + "</p>"
+            + "</article></body></html>").encode()
+    url = web.add("/quotes-wechat", body, content_type="text/html; charset=utf-8")
+    db, _ = fetch_urls(tmp_path, [url, web.url("/weixin-verify")])
+    assert page(db, url)["status"] == "archived"
+    assert page(db, web.url("/weixin-verify"))["error"] == "blocked"
+
+
 @pytest.mark.parametrize(
     ("status", "head", "blocked"),
     [
         (403, "<title>安全验证 - 知乎</title>", True),
         (200, "<title>账号安全验证的设计</title><p>当前环境异常时会要求验证</p>", False),
         (200, "<p>环境异常</p><p>完成验证后即可继续访问</p>", True),
+        (200, "<script>var a = '" + "x" * 5000 + "';</script><p>环境异常</p><p>完成验证后即可继续访问</p><a>去验证</a>", True),
+        (200, "<article><p>微信的验证页写着：“环境异常，完成验证后即可继续访问”。</p>" + "<p>" + "这篇文章讨论反爬虫机制的设计与取舍。" * 40 + "</p></article>", False),
         (503, "<title>Just a moment...</title>", True),
         (200, '<title>Blog</title><script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script>', False),
         (200, '<title>Sign in – Accounts</title><form><input type="password"></form>', True),

@@ -128,3 +128,31 @@ def test_different_weixin_articles_never_collide(sn1, sn2, idx1, idx2, noise):
         assert normalize(a) != normalize(b)
     short_a, short_b = f"https://mp.weixin.qq.com/s/{sn1}", f"https://mp.weixin.qq.com/s/{sn2}?scene=21"
     assert (normalize(short_a) == normalize(short_b)) == (sn1 == sn2)
+
+
+@pytest.mark.parametrize(
+    ("tracked", "plain"),
+    [
+        ("https://www.baidu.com/s?ie=utf-8&tn=84053098_3_dg&wd=%E6%B5%81%E6%B0%B4%E7%BA%BF", "https://www.baidu.com/s?wd=%E6%B5%81%E6%B0%B4%E7%BA%BF"),
+        ("https://www.baidu.com/s?wd=x&rsv_spt=1&rsv_iqid=0x9&issp=1&f=8&rsv_bp=1&rsv_idx=2&oq=x&inputT=600", "https://www.baidu.com/s?issp=1&wd=x"),
+        ("https://www.bing.com/search?q=flash+attention&form=QBLH&pc=U531&sp=-1&cvid=ab12&qs=n&sc=8-15&sk=", "https://www.bing.com/search?q=flash+attention"),
+        ("https://www.google.com/search?q=triton&sourceid=chrome&ie=UTF-8&oq=trit&aqs=chrome.0.69i59j69i57", "https://www.google.com/search?q=triton"),
+        ("https://www.google.com.hk/search?q=triton&ei=abc&ved=0ahUKE&gs_lcp=Cgdn", "https://www.google.com.hk/search?q=triton"),
+        ("https://www.sogou.com/web?query=x&_asf=www.sogou.com&_ast=&w=01019900&p=40040100&ie=utf8&sut=1", "https://www.sogou.com/web?query=x"),
+        ("https://www.so.com/s?q=x&src=srp&fr=none&psid=ab12", "https://www.so.com/s?q=x"),
+    ],
+)
+def test_search_engine_tracking_parameters_are_dropped(tracked, plain):
+    assert normalize(tracked) == normalize(plain)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("https://www.baidu.com/s?wd=x&pn=10", "https://www.baidu.com/s?wd=x"),  # page 2 is another page
+        ("https://www.baidu.com/s?wd=x", "https://www.baidu.com/s?wd=y"),
+        ("https://tieba.baidu.com/f?kw=x&ie=utf-8", "https://tieba.baidu.com/f?kw=x"),  # not a search page: ie may matter
+    ],
+)
+def test_what_was_searched_still_counts(a, b):
+    assert normalize(a) != normalize(b)

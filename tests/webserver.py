@@ -109,6 +109,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         rec = self.server.recorder
         if self.path.startswith("http://"):  # a proxy request: absolute URI
+            proxied = rec.pages.get(urlsplit(self.path).path)
+            if proxied:
+                status, headers, body = proxied
+                return self.send(status, body, headers, content_type=headers.get("Content-Type", "text/html"))
             return self.send(200, article("via proxy", self.path))
         parts = urlsplit(self.path)
         path = parts.path

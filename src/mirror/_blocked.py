@@ -22,6 +22,9 @@ _LOGIN_WORDS = re.compile(
     r"^\s*((sign|log) ?in( to [^-|–—]{1,30})?|(用户|账号|帐号|请先|扫码)?登[录錄])\s*([-|–—:·].*)?$", re.I
 )
 _TITLE = re.compile(r"<title[^>]*>([^<]{0,200})</title>", re.I)
+# A challenge page says a sentence or two; an article quoting it says much more.
+_CHALLENGE_TEXT = 400
+_INVISIBLE = re.compile(r"<(script|style|noscript|template)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>|\s+", re.I | re.S)
 
 
 def blocked_reason(status: int, final_url: str, original_url: str, head: str) -> str | None:
@@ -33,7 +36,7 @@ def blocked_reason(status: int, final_url: str, original_url: str, head: str) ->
     if status in (401, 407):
         return f"HTTP {status}: login required"
     title = _title(head) or ""
-    if "完成验证后即可继续访问" in head and _WECHAT.search(head):
+    if "完成验证后即可继续访问" in head and _WECHAT.search(head) and _visible_chars(head) < _CHALLENGE_TEXT:
         return "WeChat verification page"
     if title.lstrip().startswith("安全验证") or ("unhuman" in head and _ZHIHU.search(head)):
         return "zhihu anti-bot check"
@@ -50,6 +53,11 @@ def blocked_reason(status: int, final_url: str, original_url: str, head: str) ->
     if status == 200 and _LOGIN_WORDS.search(title.strip()) and _PASSWORD_FORM.search(head):
         return "sign-in wall (a password form instead of the article)"
     return None
+
+
+def _visible_chars(head: str) -> int:
+    """Characters a reader would see (scripts, styles, tags and spaces removed)."""
+    return len(_INVISIBLE.sub("", head))
 
 
 def _title(head: str) -> str | None:

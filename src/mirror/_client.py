@@ -9,26 +9,76 @@ bounded memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
+import errno
+import ipaddress
 import random
+import socket
 import ssl
 import tempfile
 import time
+import urllib.request
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
+from enum import IntEnum, StrEnum
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from ._blocked import HINT, blocked_reason
-from .warc import Capture, CaptureWriter, WarcLocation
+from .warc import PAGE_HEADER, Capture, CaptureWriter, WarcLocation
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
+OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
+OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
+
+
+class Reason(StrEnum):
+    """Why a request failed (`pages.error`, `resources.error`); HTTP errors are `http_<status>`."""
+
+    DNS = "dns"
+    CONNECT = "connect"
+    TIMEOUT = "timeout"
+    TLS = "tls"
+    RESET = "reset"
+    PROTOCOL = "protocol"
+    PROXY = "proxy"
+    SCHEME = "scheme"
+    HTTP_ERROR = "http_error"
+    TOO_LARGE = "too_large"
+    BLOCKED = "blocked"
+    BAD_URL = "bad_url"
+    REDIRECT_SCHEME = "redirect_scheme"
+    REDIRECT_LOOP = "redirect_loop"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    PRIVATE_ADDRESS = "private_address"
+    INTERNAL = "internal"
+
+
+_RETRYABLE = frozenset({Reason.TIMEOUT, Reason.CONNECT, Reason.RESET, Reason.PROTOCOL, Reason.DNS})
+
+
+class Reach(IntEnum):
+    """Where an address is, from the widest audience to the narrowest."""
+
+    PUBLIC = 0
+    PRIVATE = 1  # intranet, link-local, carrier NAT, ...
+    LOOPBACK = 2  # this machine
+
+
+def reach_of_ip(text: str) -> Reach:
+    ip = ipaddress.ip_address(text.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback or ip.is_unspecified:  # 0.0.0.0 reaches this machine too
+        return Reach.LOOPBACK
+    return Reach.PUBLIC if ip.is_global else Reach.PRIVATE
 
 
 @dataclass
@@ -38,7 +88,7 @@ class Exchange:
     url: str
     final_url: str
     status: int | None = None
-    error: str | None = None  # reason category: timeout, dns, http_404, blocked, ...
+    error: str | None = None  # a Reason, or http_<status>
     message: str | None = None
     redirects: list[str] = field(default_factory=list)
     content_type: str | None = None
@@ -49,6 +99,7 @@ class Exchange:
     redirect_to: str | None = None  # Location of a 3xx hop, before it is followed
     started_at: float = 0.0
     elapsed: float = 0.0
+    give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
 
     @property
     def ok(self) -> bool:
@@ -56,30 +107,103 @@ class Exchange:
 
     @property
     def retryable(self) -> bool:
-        if self.error in ("timeout", "connect", "reset", "protocol"):
+        if self.give_up:
+            return False
+        if self.error in _RETRYABLE:
             return True
-        return self.error != "blocked" and self.status in RETRY_STATUSES
+        return self.error != Reason.BLOCKED and self.status in RETRY_STATUSES
+
+
+@dataclass
+class Budget:
+    """How hard to try: pages and the resources they show get separate budgets,
+    so a page never waits behind an image."""
+
+    timeout: float
+    retries: int
+    concurrency: int
+    backoff: float = 0.5
+    semaphore: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.semaphore = asyncio.Semaphore(self.concurrency)
 
 
 class HostGate:
-    """At most `per_host` requests in flight to one host, starting `delay` apart."""
+    """At most `per_host` requests in flight to one host, starting `delay` apart.
+
+    "Starting" is when the request headers have gone out (httpcore's trace), after the
+    shared concurrency slot is taken, so the server sees the spacing we promise.
+    """
 
     def __init__(self, per_host: int, delay: float):
         self._slots = asyncio.Semaphore(per_host)
-        self._lock = asyncio.Lock()
-        self._delay = delay
-        self._next_start = 0.0
+        self._order = asyncio.Lock()
+        # a little more than asked, so that network jitter does not bring two requests
+        # closer than `delay` at the server (5%, at most 20 ms)
+        self._delay = delay + min(0.02, delay * 0.05)
+        self._last_start = float("-inf")
+        self.closed = False
+        self._closing = asyncio.Event()
+
+    def close(self) -> None:
+        """The host is down for this run: its queue goes through at once, to be refused."""
+        self.closed = True
+        self._closing.set()
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def turn(self, shared: asyncio.Semaphore) -> AsyncIterator[_Turn]:
+        if self.closed:
+            yield _Turn(self)
+            return
         async with self._slots:
-            async with self._lock:
+            turn = _Turn(self)
+            if self.closed:
+                yield turn
+                return
+            if self._delay > 0:
+                await self._order.acquire()
+                turn.holding = True
+            try:
                 loop = asyncio.get_running_loop()
-                wait = self._next_start - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                self._next_start = loop.time() + self._delay
-            yield
+                wait = self._last_start + self._delay - loop.time()
+                if wait > 0 and not self.closed:
+                    with contextlib.suppress(TimeoutError):  # closing wakes the queue at once
+                        await asyncio.wait_for(self._closing.wait(), wait)
+                async with shared:
+                    try:
+                        yield turn
+                    finally:
+                        turn.started()  # a request that never sent its headers still counts as a start
+            finally:
+                turn.started()
+
+
+class _Turn:
+    def __init__(self, gate: HostGate):
+        self.gate, self.holding = gate, False
+
+    def started(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.gate._last_start = asyncio.get_running_loop().time()
+            self.gate._order.release()
+
+    async def trace(self, event: str, info: dict) -> None:
+        if event.endswith("send_request_headers.complete"):  # the request line is on its way
+            self.started()
+
+
+class _HttpClient(httpx.AsyncClient):
+    """httpx builds `response.next_request` even when not following redirects, and
+    raises on a Location it cannot parse (`data:`, `http://xn--/`), losing the
+    response. We follow redirects ourselves, so a bad Location is just no next request."""
+
+    def _build_redirect_request(self, request: httpx.Request, response: httpx.Response) -> httpx.Request | None:
+        try:
+            return super()._build_redirect_request(request, response)
+        except (httpx.InvalidURL, httpx.RemoteProtocolError, UnicodeError, ValueError, IndexError):
+            return None
 
 
 class Client:
@@ -95,7 +219,11 @@ class Client:
         max_redirects: int,
         headers: dict[str, str],
         cookies: CookieJar | None,
+        private_headers: dict[str, str] | None = None,
+        private_hosts: frozenset[str] | None = None,
     ):
+        """`private_headers` (the user's --header values) go only to `private_hosts`
+        (None: to every host)."""
         self.writer = writer
         self.per_host, self.delay = per_host, delay
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
@@ -103,7 +231,14 @@ class Client:
         self._gates: dict[str, HostGate] = {}
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._headers, self._cookies = headers, cookies
+        self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
+        self._reach: dict[str, Reach] = {}
+        self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
+        self.reached = False  # some server answered: the network works
+        self._unresolved: set[str] = set()
+        self._answered: set[str] = set()  # hosts that sent a response in this run
+        self.offline = False
 
     async def aclose(self) -> None:
         for client in self._clients.values():
@@ -111,12 +246,16 @@ class Client:
 
     def _http(self, url: str) -> httpx.AsyncClient:
         """One connection pool per host: httpx checks every pooled connection on each request."""
-        host = (urlsplit(url).netloc or "").lower()
+        parts = urlsplit(url)
+        host = (parts.netloc or "").lower()
         if host not in self._clients:
-            self._clients[host] = httpx.AsyncClient(
+            headers = self._headers
+            if self._private_hosts is None or (parts.hostname or "") in self._private_hosts:
+                headers = {**headers, **self._private_headers}
+            self._clients[host] = _HttpClient(
                 follow_redirects=False,
                 timeout=httpx.Timeout(self.timeout),
-                headers=self._headers,
+                headers=headers,
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
                 verify=self._tls,
                 trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY
@@ -124,31 +263,46 @@ class Client:
             )
         return self._clients[host]
 
-    async def get(self, url: str, headers: dict[str, str] | None = None) -> Exchange:
-        """GET `url`, following up to max_redirects redirects by hand."""
+    async def get(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        *,
+        budget: Budget | None = None,
+        reach: Reach | None = None,
+    ) -> Exchange:
+        """GET `url`, following up to max_redirects redirects by hand.
+
+        Never raises for anything a URL, a server or a redirect can do: every
+        failure is an Exchange with a reason. With `reach`, every hop must be
+        on an address no more private than that (resources of a page).
+        """
         chain = [url]
         current = url
         started: float | None = None
         for _ in range(self.max_redirects + 1):
-            hop = await self._hop(current, headers or {}, original=url)
+            hop = await self._hop(current, headers or {}, original=url, budget=budget, reach=reach)
             started = started or hop.started_at  # time spent queueing for a host is not counted
             hop.url, hop.redirects = url, chain[1:]
             hop.elapsed += hop.started_at - started
             hop.started_at = started
             if hop.error or hop.redirect_to is None:
                 return hop
-            nxt = urljoin(current, hop.redirect_to)
+            try:
+                nxt = urljoin(current, hop.redirect_to.strip())
+            except ValueError as exc:
+                return _failed(url, current, Reason.BAD_URL, f"redirected to a malformed URL {hop.redirect_to[:200]!r}: {exc}", chain[1:], started)
             if urlsplit(nxt).scheme not in ("http", "https"):
-                return _failed(url, nxt, "redirect_scheme", f"redirected to a non-web URL: {nxt}", chain[1:], started)
+                return _failed(url, nxt[:2000], Reason.REDIRECT_SCHEME, f"redirected to a non-web URL: {nxt[:200]}", chain[1:], started)
             if nxt in chain:
-                return _failed(url, nxt, "redirect_loop", f"redirect loop: {' -> '.join(chain + [nxt])}", chain[1:], started)
+                return _failed(url, nxt, Reason.REDIRECT_LOOP, f"redirect loop: {' -> '.join(chain + [nxt])}", chain[1:], started)
             chain.append(nxt)
             current = nxt
-        return _failed(url, current, "too_many_redirects", f"more than {self.max_redirects} redirects", chain[1:], started)
+        return _failed(url, current, Reason.TOO_MANY_REDIRECTS, f"more than {self.max_redirects} redirects", chain[1:], started)
 
     async def get_json(self, url: str) -> Any:
         """A small JSON API answer (the Wayback availability API), politely, not captured."""
-        async with self._gate(url).slot(), self._global:
+        async with self._gate(url).turn(self._global):
             async with asyncio.timeout(self.timeout):
                 response = await self._http(url).get(url)
         response.raise_for_status()
@@ -160,31 +314,77 @@ class Client:
             self._gates[host] = HostGate(self.per_host, self.delay)
         return self._gates[host]
 
-    async def _hop(self, url: str, headers: dict[str, str], original: str) -> Exchange:
-        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        async with self._gate(url).slot(), self._global:
-            hop = Exchange(url=url, final_url=url, started_at=time.time())
+    async def reach_of(self, url: str) -> Reach | Exchange:
+        """Where `url`'s host is (the most private of its addresses), or the failed lookup."""
+        host = urlsplit(url).hostname or ""
+        if host not in self._reach:
             try:
-                async with asyncio.timeout(self.timeout):
-                    request = http.build_request("GET", url, headers=headers)
+                self._reach[host] = reach_of_ip(host)
+            except ValueError:  # a name
+                if _proxied(url):  # the proxy resolves it; only names of this machine are known here
+                    self._reach[host] = Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
+                else:
+                    try:
+                        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+                        self._reach[host] = max(reach_of_ip(info[4][0]) for info in infos)
+                    except (OSError, UnicodeError, ValueError) as exc:
+                        return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
+        return self._reach[host]
+
+    async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
+        try:
+            return await self._hop_unguarded(url, headers, original, budget, reach)
+        except (httpx.InvalidURL, UnicodeError, ValueError, IndexError) as exc:  # idna and httpx refuse the URL
+            return _failed(url, url, Reason.BAD_URL, f"malformed URL: {type(exc).__name__}: {str(exc)[:300]}", give_up=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one URL must never end the run
+            return _failed(url, url, Reason.INTERNAL, f"internal error: {type(exc).__name__}: {str(exc)[:300]}", give_up=True)
+
+    async def _hop_unguarded(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
+        host = (urlsplit(url).netloc or "").lower()
+        if host in self.down or (self.offline and not _is_ip(url)):
+            return self._refused(url, host)
+        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
+        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
+        if reach is not None:
+            where = await self.reach_of(url)
+            if isinstance(where, Exchange):
+                return where
+            if where > reach:
+                return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
+                               "a page's resources are fetched from addresses no more private than the page's own "
+                               "(--allow-private to allow)", give_up=True)
+        timeout = budget.timeout if budget else self.timeout
+        async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
+            if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
+                return self._refused(url, host)
+            hop = Exchange(url=url, final_url=url, started_at=time.time())
+            request.extensions["trace"] = turn.trace
+            try:
+                async with asyncio.timeout(timeout):
                     response = await http.send(request, stream=True)
                     try:
                         body, head, truncated = await self._read_body(response)
                     finally:
                         await response.aclose()
             except TimeoutError:
-                return _failed(url, url, "timeout", f"no complete response within {self.timeout:g} s", started=hop.started_at)
+                failed = _failed(url, url, Reason.TIMEOUT, f"no complete response within {timeout:g} s", started=hop.started_at)
+                if budget is not None and host not in self._answered:  # a hanging image host costs one timeout
+                    self._take_down(url, failed)
+                return failed
             except httpx.HTTPError as exc:
-                category, message = _classify_error(exc)
-                return _failed(url, url, category, message, started=hop.started_at)
+                return self._transport_failure(url, exc, hop.started_at)
             except (ssl.SSLError, OSError) as exc:
-                return _failed(url, url, "connect", str(exc) or type(exc).__name__, started=hop.started_at)
+                return _failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
+        self.reached = True
+        self._answered.add(host)
         hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
         hop.etag = response.headers.get("etag")
         hop.last_modified = response.headers.get("last-modified")
-        extra = {"WARC-Truncated": "length"} if truncated else None
+        extra = {"WARC-Truncated": "length"} if truncated else {}
         hop.location = self.writer.write(
             Capture(
                 url=url,
@@ -195,25 +395,67 @@ class Client:
                 http_version=response.http_version,
                 response_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
                 body=body,
-                extra_warc_headers=extra,
+                extra_warc_headers={**extra, PAGE_HEADER: original},
             )
         )
         body.close()
         if truncated:
-            hop.error, hop.message = "too_large", f"body larger than {self.max_bytes:,} bytes (decoded); refused"
+            hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
             return hop
         if 300 <= response.status_code < 400 and response.status_code != 304 and "location" in response.headers:
             hop.redirect_to = response.headers["location"]
             return hop
         text = _decode_head(head, response)
-        reason = blocked_reason(response.status_code, url, original, text) if _is_htmlish(hop.content_type) or response.status_code >= 400 else None
+        reason = blocked_reason(response.status_code, url, original, text) if is_htmlish(hop.content_type) or response.status_code >= 400 else None
         if reason:
-            hop.error, hop.message = "blocked", f"{reason}; {HINT}"
+            hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
         elif response.status_code >= 400:
             hop.error = f"http_{response.status_code}"
             hop.message = f"HTTP {response.status_code} {response.reason_phrase}".strip()
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop
+
+    def _refused(self, url: str, host: str) -> Exchange:
+        """A request to a host that is down for this run: failed at once, same reason, no waiting."""
+        if host in self.down:
+            cause = self.down[host]
+            return _failed(url, url, cause.error or Reason.CONNECT, cause.message or "", give_up=True)
+        return _failed(url, url, Reason.DNS, OFFLINE_HINT, give_up=True)
+
+    def _transport_failure(self, url: str, exc: httpx.HTTPError, started: float) -> Exchange:
+        category, message = _classify_error(exc)
+        if category == Reason.DNS:
+            return self._dns_failure(url, exc, started)
+        failed = _failed(url, url, category, message, started=started)
+        refused = category == Reason.CONNECT and _errno(exc) == errno.ECONNREFUSED
+        if refused:
+            self._take_down(url, failed)
+        if refused or category in (Reason.RESET, Reason.PROTOCOL, Reason.TLS):
+            self.reached = True  # something answered at that address: the network works
+        return failed
+
+    def _dns_failure(self, url: str, exc: BaseException, started: float | None = None) -> Exchange:
+        """NXDOMAIN takes the host down for the run; a lookup that timed out may be retried,
+        unless nothing has been reached yet and several names failed: then the network is down."""
+        message = str(exc)[:300] if isinstance(exc, httpx.HTTPError) else f"host name not found: {str(exc)[:300]}"
+        failed = _failed(url, url, Reason.DNS, message if message.startswith("host name") else f"host name not found: {message}", started=started)
+        code = _errno(exc)
+        if code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)) or isinstance(exc, UnicodeError):
+            self._take_down(url, failed)
+        else:
+            self._unresolved.add(urlsplit(url).hostname or "")
+            if not self.reached and len(self._unresolved) >= OFFLINE_AFTER:
+                self.offline = True
+                for host, gate in self._gates.items():
+                    if not _is_ip(f"http://{host}/"):
+                        gate.close()
+            failed.give_up = self.offline
+        return failed
+
+    def _take_down(self, url: str, failed: Exchange) -> None:
+        failed.give_up = True
+        self.down.setdefault((urlsplit(url).netloc or "").lower(), failed)
+        self._gate(url).close()
 
     async def _read_body(self, response: httpx.Response) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
         body = tempfile.SpooledTemporaryFile(max_size=1 << 20)
@@ -227,6 +469,31 @@ class Client:
             if decoder.feed(chunk):
                 return body, bytes(decoder.head), True
         return body, bytes(decoder.head), False
+
+
+def _errno(exc: BaseException) -> int | None:
+    """The OS error code behind an httpx error (httpx wraps OSError / gaierror)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno is not None:
+            return exc.errno
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _is_ip(url: str) -> bool:
+    try:
+        reach_of_ip(urlsplit(url).hostname or "")
+        return True
+    except ValueError:
+        return False
+
+
+def _proxied(url: str) -> bool:
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 class _SizeCounter:
@@ -270,7 +537,9 @@ class _SizeCounter:
         return self.total > self.limit
 
 
-def _failed(url: str, final: str, category: str, message: str, redirects: list[str] | None = None, started: float | None = None) -> Exchange:
+def _failed(
+    url: str, final: str, category: str, message: str, redirects: list[str] | None = None, started: float | None = None, *, give_up: bool = False
+) -> Exchange:
     now = time.time()
     return Exchange(
         url=url,
@@ -280,29 +549,30 @@ def _failed(url: str, final: str, category: str, message: str, redirects: list[s
         redirects=redirects or [],
         started_at=started or now,
         elapsed=now - (started or now),
+        give_up=give_up,
     )
 
 
-def _classify_error(exc: httpx.HTTPError) -> tuple[str, str]:
+def _classify_error(exc: httpx.HTTPError) -> tuple[Reason, str]:
     text = str(exc) or type(exc).__name__
     lowered = text.lower()
     if isinstance(exc, httpx.TimeoutException):
-        return "timeout", f"timed out: {text}"
+        return Reason.TIMEOUT, f"timed out: {text}"
     if isinstance(exc, httpx.ConnectError):
         if any(s in lowered for s in ("name or service", "nodename nor servname", "getaddrinfo", "temporary failure in name", "no address associated")):
-            return "dns", f"host name not found: {text}"
+            return Reason.DNS, f"host name not found: {text}"
         if "ssl" in lowered or "certificate" in lowered:
-            return "tls", f"TLS failure: {text}"
-        return "connect", f"cannot connect: {text}"
+            return Reason.TLS, f"TLS failure: {text}"
+        return Reason.CONNECT, f"cannot connect: {text}"
     if isinstance(exc, (httpx.ReadError, httpx.WriteError)):
-        return "reset", f"connection broken: {text}"
+        return Reason.RESET, f"connection broken: {text}"
     if isinstance(exc, httpx.RemoteProtocolError):
-        return "protocol", f"bad response: {text}"
+        return Reason.PROTOCOL, f"bad response: {text}"
     if isinstance(exc, httpx.UnsupportedProtocol):
-        return "scheme", text
+        return Reason.SCHEME, text
     if isinstance(exc, httpx.ProxyError):
-        return "proxy", f"proxy failure: {text}"
-    return "http_error", text
+        return Reason.PROXY, f"proxy failure: {text}"
+    return Reason.HTTP_ERROR, text
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -325,7 +595,7 @@ def backoff_delay(attempt: int, base: float, retry_after: float | None, cap: flo
     return min(base * (2**attempt) + random.uniform(0, base / 2), cap)
 
 
-def _is_htmlish(content_type: str | None) -> bool:
+def is_htmlish(content_type: str | None) -> bool:
     return content_type is None or any(t in content_type.lower() for t in ("html", "xml", "text/plain"))
 
 

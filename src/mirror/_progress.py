@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ._text import strip_controls
+from ._client import OFFLINE_HINT
 from .fetch import PageResult, Summary
 
 
@@ -76,6 +77,9 @@ class FetchReporter:
             self._progress = None
 
 
+DOWN_HOSTS_SHOWN = 8
+
+
 def summary_table(summary: Summary) -> Table:
     table = Table(title=f"{summary.done} of {summary.total} pages in {summary.elapsed:.1f} s")
     table.add_column("outcome")
@@ -86,6 +90,16 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(escape(f"  reason: {error}"), str(count))
     for outcome, count in summary.rendered.most_common():
         table.add_row(escape(f"browser: {outcome}"), str(count))
+    down = sorted(summary.down_hosts.items(), key=lambda item: -item[1][1])
+    for host, (reason, pages) in down[:DOWN_HOSTS_SHOWN]:
+        table.add_row(escape(strip_controls(f"host down: {host} ({reason})")), str(pages))
+    if len(down) > DOWN_HOSTS_SHOWN:
+        rest = down[DOWN_HOSTS_SHOWN:]
+        table.add_row(f"host down: {len(rest)} more hosts (--json lists them)", str(sum(n for _, (_, n) in rest)))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(escape(strip_controls(f"slow host: {host}")), f"{seconds:.2f} s × {pages}")
+    if summary.recovered:
+        table.add_row("recovered from an interrupted run's WARC files", str(summary.recovered))
+    if summary.no_host_resolved:
+        table.caption = f"[red]{OFFLINE_HINT}[/]"
     return table

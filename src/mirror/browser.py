@@ -133,12 +133,14 @@ async def render_pass(
         max_bytes=options.max_bytes,
     )
     gates: dict[str, HostGate] = {}
+    shared = asyncio.Semaphore(max(1, options.browser_tabs))  # the renderer has its own tab limit too
     loop = asyncio.get_running_loop()
 
     async def one(page: dict) -> None:
         host = (urlsplit(page["url"]).netloc or "").lower()
         gate = gates.setdefault(host, HostGate(options.per_host, options.delay))
-        async with gate.slot():  # a render counts as one request to the page's host
+        async with gate.turn(shared) as turn:  # a render counts as one request to the page's host
+            turn.started()
             rendered = await renderer.render(page["url"])
         outcome = await _store(archive, writer, pool, loop, page, rendered)
         progress[outcome] += 1

@@ -177,7 +177,9 @@ def fetch(
     retries: Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")] = 3,
     backoff: Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")] = 1.0,
     user_agent: Annotated[str | None, typer.Option(help="User-Agent header [default: a browser-like one naming mirror]")] = None,
-    header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable).")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")] = None,
+    header_all_hosts: Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")] = False,
+    allow_private: Annotated[bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")] = False,
     cookies: Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
@@ -237,6 +239,8 @@ def fetch(
         browser=mode,
         chromium=chromium_path,
         browser_tabs=browser_tabs,
+        header_all_hosts=header_all_hosts,
+        allow_private=allow_private,
     )
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)

@@ -24,10 +24,11 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from . import requisites, warc
-from ._client import Client, Exchange, backoff_delay
+from ._client import Budget, Client, Exchange, Reach, Reason, backoff_delay
 from ._faults import crash_point
 from .browser import render_pass
 from .extract import Extraction, extract_capture
+from .recovery import recover
 from .store import Archive, PageToFetch
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
@@ -66,6 +67,11 @@ class FetchOptions:
     browser: str = "never"  # auto, always or never: see mirror.browser (the CLI defaults to auto)
     chromium: str | None = None  # default: MIRROR_CHROMIUM, else chromium on the PATH
     browser_tabs: int = 2  # pages rendered at once
+    allow_private: bool = False  # resources may come from private/loopback addresses whatever the page's
+    header_all_hosts: bool = False  # send `headers` everywhere, not only to the seed URLs' hosts
+    resource_retries: int = 1  # images get their own, smaller budget: they never hold up a page
+    resource_timeout: float = 10.0
+    resource_concurrency: int | None = None  # default: the same as `concurrency`, in slots of their own
 
 
 @dataclass
@@ -95,9 +101,15 @@ class Summary:
     interrupted: bool = False
     repaired_warcs: list[str] = field(default_factory=list)
     rendered: Counter = field(default_factory=Counter)  # browser pass outcomes
+    recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
+    down_hosts: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (reason, pages it took down)
+    no_host_resolved: bool = False  # every failure was DNS and nothing answered: offline?
+
+    def count_down_host(self, host: str, reason: str) -> None:
+        self.down_hosts[host] = (reason, self.down_hosts.get(host, (reason, 0))[1] + 1)
 
     def slowest_hosts(self, n: int = 5) -> list[tuple[str, float, int]]:
-        means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t]
+        means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t and h.lower() not in self.down_hosts]
         return sorted(means, key=lambda x: -x[1])[:n]
 
     def as_dict(self) -> dict:
@@ -111,6 +123,9 @@ class Summary:
             "interrupted": self.interrupted,
             "repaired_warcs": self.repaired_warcs,
             "rendered": dict(self.rendered),
+            "recovered": self.recovered,
+            "down_hosts": [{"host": h, "reason": r, "pages": n} for h, (r, n) in sorted(self.down_hosts.items())],
+            "no_host_resolved": self.no_host_resolved,
         }
 
 
@@ -152,14 +167,15 @@ def run(
     """
     cookies = load_cookies(options.cookies) if options.cookies else None
     summary = Summary()
-    summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs()]
+    suspects = archive.unclosed_warcs()
+    summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]
     pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh)
     summary.total = len(pages)
     if on_start:
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, on_render))
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render))
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -168,7 +184,7 @@ def run(
     return summary
 
 
-async def _fetch_all(archive, options, pages, cookies, summary, on_page, on_render=None) -> None:
+async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render=None) -> None:
     loop = asyncio.get_running_loop()
     pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
@@ -180,55 +196,120 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, on_rend
         timeout=options.timeout,
         max_bytes=options.max_bytes,
         max_redirects=options.max_redirects,
-        headers={"User-Agent": options.user_agent, "Accept-Encoding": "gzip, deflate", **options.headers},
+        headers={"User-Agent": options.user_agent, "Accept-Encoding": "gzip, deflate"},
+        private_headers=options.headers,
+        private_hosts=None if options.header_all_hosts else frozenset(urlsplit(p.url).hostname or "" for p in pages),
         cookies=cookies,
     )
+    resources = Budget(
+        timeout=min(options.timeout, options.resource_timeout),
+        retries=min(options.retries, options.resource_retries),
+        concurrency=options.resource_concurrency or options.concurrency,
+        backoff=min(options.backoff, 1.0),
+    )
+    image_tasks: list[asyncio.Task] = []
+    archived_images = archive.archived_resource_urls() if options.images else set()
+
+    async def extract(location: warc.WarcLocation, url: str) -> Extraction:
+        return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url)
 
     async def one(page: PageToFetch) -> None:
-        result = await fetch_page(client, page, options)
-        article = None
-        crash_point("capture")
-        if result.ok and result.final.status != 304 and result.final.location:
-            # extraction runs in another process while fetching goes on here
-            pending = loop.run_in_executor(pool, safe_extract, str(archive.path), result.final.location, result.final.final_url)
-            crash_point("extract")
-            article = await pending
+        try:
+            result = await fetch_page(client, page, options)
+            article = None
+            crash_point("capture")
+            if result.ok and result.final.status != 304 and result.final.location:
+                # extraction runs in another process while fetching goes on here
+                pending = extract(result.final.location, result.final.final_url)
+                crash_point("extract")
+                article = await pending
+        except (asyncio.CancelledError, OSError, sqlite3.Error):
+            raise  # a stop, or storage failing: the run ends with a clear message
+        except Exception as exc:  # noqa: BLE001 - one page must never end the run
+            result, article = _internal_failure(page.url, exc), None
+        done(page, result, article)
+
+    def done(page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
         archive.record_fetch(result, was_archived=page.archived, extraction=article)
         result.extraction = article
         summary.done += 1
         summary.statuses[_outcome(result, page)] += 1
         if not result.ok:
             summary.errors[result.final.error or "unknown"] += 1
+            host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
+            if host in client.down:
+                summary.count_down_host(host, client.down[host].error or "")
         summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
         if on_page:
             on_page(result, summary)
         if options.images and article is not None and article.status == "archived":
-            await fetch_images(client, archive, options, page.url, article.images)
-            # stylesheets and what they load, so the snapshot looks like the page
-            await requisites.capture_page(archive, result.final, lambda urls: fetch_images(client, archive, options, page.url, urls))
+            # in a task of its own: a page's status never waits for its images
+            image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, result.final)))
 
-    async def images_only(url: str, images: list[str]) -> None:
-        await fetch_images(client, archive, options, url, images)
+    async def images(url: str, final_url: str, found: list[str], capture: Exchange | None = None) -> None:
+        try:
+            reach = await _page_reach(client, final_url, options)
 
-    tasks = [asyncio.create_task(one(page)) for page in pages]
-    if options.images:  # images an interrupted run did not finish
-        tasks += [asyncio.create_task(images_only(u, i)) for u, i in archive.pages_missing_images()]
+            async def fetch(urls: list[str]) -> None:
+                await fetch_images(client, archive, resources, url, urls, reach, archived_images)
+
+            await fetch(found)
+            if capture is not None:  # stylesheets and what they load, so the snapshot looks like the page
+                await requisites.capture_page(archive, capture, fetch)
+        except (asyncio.CancelledError, OSError, sqlite3.Error):
+            raise
+        except Exception:  # noqa: BLE001 - images are best effort; the page is saved
+            pass
+
+    finished = False
+    tasks: list[asyncio.Task] = []
     try:
+        found = await recover(archive, suspects, pages, extract)
+        recovered = {page.url: (PageResult(page.url, final, [final]), article) for page, final, article in found}
+        archive.mark_warcs_closed([p.name for p in suspects])
+        tasks += [asyncio.create_task(one(page)) for page in pages if page.url not in recovered]
+        for page in pages:
+            if page.url in recovered:
+                done(page, *recovered[page.url])
+                summary.recovered += 1
+        if options.images:  # images an interrupted run did not finish
+            image_tasks.extend(asyncio.create_task(images(u, f, i)) for u, f, i in archive.pages_missing_images())
         await asyncio.gather(*tasks)
+        while image_tasks:  # more are added while they run
+            batch, image_tasks[:] = list(image_tasks), []
+            await asyncio.gather(*batch)
+            tasks += batch
         if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
             report = (lambda url, outcome: on_render(url, outcome, summary)) if on_render else None
             await render_pass(archive, writer, pool, options, cookies, summary.rendered, report)
+        finished = True
     finally:
+        tasks += image_tasks
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
         pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
         await client.aclose()
-        try:  # on a full disk these fail too; the next run then checks the files itself
-            writer.close()
-            archive.mark_warcs_closed([f for f in writer.opened if f not in writer.unfinished])
-        except (OSError, sqlite3.Error):
-            pass
+        if finished:  # else the next run checks the files and recovers what they hold
+            try:  # on a full disk these fail too; the next run then checks the files itself
+                writer.close()
+                archive.mark_warcs_closed([f for f in writer.opened if f not in writer.unfinished])
+            except (OSError, sqlite3.Error):
+                pass
+
+
+async def _page_reach(client: Client, final_url: str, options: FetchOptions) -> Reach:
+    """How private the addresses a page's resources may come from are: no more than the page's own."""
+    if options.allow_private:
+        return Reach.LOOPBACK
+    reach = await client.reach_of(final_url)
+    return reach if isinstance(reach, Reach) else Reach.PUBLIC
+
+
+def _internal_failure(url: str, exc: Exception) -> PageResult:
+    failed = Exchange(url=url, final_url=url, error=Reason.INTERNAL, message=f"internal error: {type(exc).__name__}: {str(exc)[:300]}", started_at=time.time())
+    return PageResult(url, failed, [failed])
 
 
 def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
@@ -266,19 +347,24 @@ def safe_extract(archive_dir: str, location: warc.WarcLocation, url: str) -> Ext
         return Extraction(status="no_text", kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")
 
 
-async def fetch_images(client: Client, archive: Archive, options: FetchOptions, page_url: str, images: list[str]) -> None:
-    """Capture an article's images with the same politeness and limits as pages."""
-    done = archive.archived_resource_urls()
+async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach, done: set[str]) -> None:
+    """Capture an article's images on the resource budget, from addresses no more private than the page's.
+
+    `done` holds the image URLs already archived (by any page); it grows as images arrive.
+    """
+    results = []
     for image in images:
         if image in done:
             continue
-        for attempt in range(options.retries + 1):
-            exchange = await client.get(image)
-            if not exchange.retryable or attempt == options.retries:
+        for attempt in range(budget.retries + 1):
+            exchange = await client.get(image, budget=budget, reach=page_reach)
+            if not exchange.retryable or attempt == budget.retries:
                 break
-            await asyncio.sleep(backoff_delay(attempt, options.backoff, exchange.retry_after, options.retry_after_cap))
-        archive.record_resource(page_url, exchange)
-    archive.mark_resources_done(page_url)
+            await asyncio.sleep(backoff_delay(attempt, budget.backoff, exchange.retry_after, budget.timeout))
+        results.append(exchange)
+        if exchange.ok:
+            done.add(image)
+    archive.record_resources(page_url, results)
 
 
 def _outcome(result: PageResult, page: PageToFetch) -> str:

@@ -501,54 +501,56 @@ class Archive:
             _update_page(self.db, url, {**values, "rendered_at": now() if done else None})
             if extraction is not None:
                 self._save_extraction(url, extraction)
-                for image in images:
-                    self.record_resource(url, image)
-                self.mark_resources_done(url)
+                self.record_resources(url, images)
             crash_point("render_commit")
 
-    def pages_missing_images(self) -> list[tuple[str, list[str]]]:
+    def pages_missing_images(self) -> list[tuple[str, str, list[str]]]:
+        """(url, final_url, image URLs) of archived articles whose images are not all fetched."""
         rows = self.db.query(
-            "select url, images from pages where status = 'archived' and images is not null and resources_at is null"
+            "select url, final_url, images from pages where status = 'archived' and images is not null and resources_at is null"
         )
-        return [(r["url"], json.loads(r["images"])) for r in rows]
+        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"])) for r in rows]
 
     def archived_resource_urls(self) -> set[str]:
         return {r["url"] for r in self.db.query("select distinct url from resources where status = 'archived'")}
 
-    def record_resource(self, page_url: str, exchange: Exchange) -> None:
-        loc = exchange.location if exchange.ok else None
+    def record_resources(self, page_url: str, exchanges: list[Exchange]) -> None:
+        """A page's resources and that they are done, in one transaction (plain SQL:
+        sqlite-utils' upsert inspects the table on every call, milliseconds per image)."""
+        stamp = now()
+        rows = []
+        for exchange in exchanges:
+            loc = exchange.location if exchange.ok else None
+            rows.append({
+                "page_url": page_url,
+                "url": exchange.url,
+                "status": "archived" if exchange.ok else "failed",
+                "http_status": exchange.status,
+                "content_type": exchange.content_type,
+                "error": exchange.error,
+                "error_message": exchange.message,
+                "warc_file": loc.file if loc else None,
+                "warc_offset": loc.offset if loc else None,
+                "warc_length": loc.length if loc else None,
+                "fetched_at": stamp,
+            })
         with self.db.atomic():
-            self.db["resources"].upsert(
-                {
-                    "page_url": page_url,
-                    "url": exchange.url,
-                    "status": "archived" if exchange.ok else "failed",
-                    "http_status": exchange.status,
-                    "content_type": exchange.content_type,
-                    "error": exchange.error,
-                    "error_message": exchange.message,
-                    "warc_file": loc.file if loc else None,
-                    "warc_offset": loc.offset if loc else None,
-                    "warc_length": loc.length if loc else None,
-                    "fetched_at": now(),
-                },
-                pk=("page_url", "url"),
-            )
+            _insert_many(self.db, "resources", rows, verb="insert or replace")
+            _update_page(self.db, page_url, {"resources_at": stamp})
 
-    def mark_resources_done(self, page_url: str) -> None:
-        with self.db.atomic():
-            self.db["pages"].update(page_url, {"resources_at": now()})
-
-    def repair_warcs(self) -> list[tuple[Path, int]]:
-        """Check WARC files a crashed run left open; cut truncated tails."""
+    def unclosed_warcs(self) -> list[Path]:
+        """WARC files a run left open (it crashed or was stopped): they may end in a
+        truncated record, and may hold responses the database does not point at yet."""
         folder = self.path / warc.WARC_DIR
         if not folder.is_dir():
             return []
         closed = {row["file"] for row in self.db.query("select file from warc_files where closed_at is not null")}
-        suspects = [p for p in sorted(folder.glob("*.warc.gz")) if p.name not in closed]
-        cut = warc.repair(suspects)
-        self.mark_warcs_closed([p.name for p in suspects])
-        return cut
+        return [p for p in sorted(folder.glob("*.warc.gz")) if p.name not in closed]
+
+    def repair_warcs(self, suspects: list[Path] | None = None) -> list[tuple[Path, int]]:
+        """Cut truncated tails off WARC files a crashed run left open. They stay
+        unclosed until `mark_warcs_closed`, after their responses are recovered."""
+        return warc.repair(self.unclosed_warcs() if suspects is None else suspects)
 
     def mark_warcs_closed(self, files: list[str]) -> None:
         if files:
@@ -575,10 +577,10 @@ def _update_page(db: sqlite_utils.Database, url: str, values: dict[str, object])
     db.execute(f"update pages set {assignments} where url = ?", [*values.values(), url])
 
 
-def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, object]]) -> None:
+def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, object]], verb: str = "insert") -> None:
     if rows:
         columns = list(rows[0])
-        sql = f"insert into [{table}] ({', '.join(f'[{c}]' for c in columns)}) values ({', '.join('?' for _ in columns)})"
+        sql = f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) values ({', '.join('?' for _ in columns)})"
         db.conn.executemany(sql, [[row[c] for c in columns] for row in rows])
 
 

@@ -32,6 +32,25 @@ _CONTENT_PARAMS = frozenset({"keyword", "keywords", "kw", "q", "query", "wd", "w
 # mp.weixin.qq.com/s?__biz=..&mid=..&idx=..&sn=.. : only these name the article.
 _WEIXIN_PARAMS = frozenset({"__biz", "mid", "idx", "sn"})
 
+# Search result pages people copy links from: the parameters that say what was searched
+# (wd, q, query, page numbers, filters) stay; those naming the partner that sent the
+# user, the input encoding, the suggestion clicked or the session go, so one search is
+# one page. (host pattern, search path pattern, parameters to drop)
+_SEARCH_ENGINES = (
+    (r"(www\.|m\.)?baidu\.com", r"/(s|baidu)",
+     r"tn|ie|oe|f|rsf|rsp|oq|inputt|rqlang|rqid|usm|ch|fenlei|sa|bs|prefixsug|sugsid|rsv_.*|_ss|cl|from"),
+    (r"((www|cn|global)\.)?bing\.com", r"/(search|images/search|news/search)",
+     r"form|pc|qs|sp|sc|cvid|sk|ghc|lq|pq|ghsh|ghacc|ghpl|ensearch|mkt|ocid|rdr|rdrig"),
+    (r"(www\.)?google(\.com?)?(\.[a-z]{2})?", r"/(search|webhp)?",
+     r"sourceid|ie|oe|oq|aqs|ei|ved|uact|gs_.*|sclient|client|rlz|bih|biw|sxsrf|source|sa|dpr|sca_.*|iflsig|fbs|prmd"),
+    (r"(www\.|weixin\.|m\.)?sogou\.com", r"/(web|sogou|weixin|link)",
+     r"ie|_asf|_ast|w|p|sut|sst0|lkt|sugsuv|sugtime|oq|ri|sourceid|s_from|_sug_|_sug_type_|pid|from"),
+    (r"(www\.|m\.)?so\.com", r"/s",
+     r"src|fr|psid|ssid|ie|nlpv|eci|ls|sug_pos|sug|pq|mid|cp|adv_t"),
+    (r"(html\.)?duckduckgo\.com", r"/(html/?)?", r"t|ia|atb|iax"),
+)
+_SEARCH_ENGINES_RE = [(re.compile(h), re.compile(path), re.compile(f"^(?:{drop})$")) for h, path, drop in _SEARCH_ENGINES]
+
 # host -> query parameter holding the real destination
 _REDIRECTORS: dict[str, tuple[str, ...]] = {
     "link.zhihu.com": ("target",),
@@ -190,18 +209,29 @@ def _normalize_host(host: str) -> str:
 def _clean_query(host: str, path: str, query: str) -> str:
     pairs = [p for p in query.split("&") if p and p != "="]
     weixin = host == "mp.weixin.qq.com" and (path == "/s" or path.startswith("/s/"))
+    engine = _search_trackers(host, path)
     kept = []
     for pair in pairs:
         key = unquote_plus(pair.split("=", 1)[0]).lower()
         if weixin:  # /s/<id> needs nothing; /s?... needs exactly the article's four
             if path == "/s" and key in _WEIXIN_PARAMS:
                 kept.append(pair)
+        elif engine is not None and engine.match(key):
+            continue
         elif key in _CONTENT_PARAMS:
             kept.append(pair)
         elif not (TRACKERS_RE.search(key) or _EXTRA_TRACKERS.match(key)):
             kept.append(pair)
     kept.sort(key=lambda pair: unquote_plus(pair.split("=", 1)[0]))
     return _upper_escapes(quote("&".join(kept), safe=_QUERY_SAFE))
+
+
+def _search_trackers(host: str, path: str) -> re.Pattern[str] | None:
+    """The tracking parameters of a search engine's result page at host/path, if it is one."""
+    for host_re, path_re, drop in _SEARCH_ENGINES_RE:
+        if host_re.fullmatch(host) and path_re.fullmatch(path):
+            return drop
+    return None
 
 
 def _upper_escapes(text: str) -> str:

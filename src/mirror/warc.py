@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,11 +23,18 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["Capture", "CaptureWriter", "Derived", "WarcError", "WarcLocation", "read_payload", "record_id", "repair"]
+__all__ = ["PAGE_HEADER", "Capture", "CaptureWriter", "Derived", "Response", "WarcError", "WarcLocation", "read_payload", "record_id", "repair", "responses"]
 
 WARC_DIR = "warc"
+# Names the page a response was fetched for (the URL before redirects), so that a
+# response written just before a crash can be recovered without fetching it again.
+PAGE_HEADER = "Mirror-Page"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
+# Payloads that are compressed already (images, archives, gzip-encoded bodies) are stored in
+# their gzip member without trying to compress them again: the same bytes, no CPU.
+_COMPRESSED_TYPES = re.compile(r"^(image/(?!svg|bmp|x-icon|vnd\.microsoft)|video/|audio/|font/woff|application/(zip|gzip|x-gzip|x-7z|x-rar|x-xz|zstd|pdf|woff))", re.I)
+_COMPRESSED_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
 # Hop-by-hop framing that no longer describes the de-chunked payload we store.
 _FRAMING = {"transfer-encoding", "content-length"}
 
@@ -104,9 +112,10 @@ class CaptureWriter:
                 response = _response_record(builder, item)
                 request = _request_record(builder, item)
                 request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
-                members += [_gzip_member(response), _gzip_member(request)]
+                members += [_gzip_member(response, _level(item)), _gzip_member(request, GZIP_LEVEL)]
             else:
-                members.append(_gzip_member(_derived_record(builder, item)))
+                level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
+                members.append(_gzip_member(_derived_record(builder, item), level))
         start = out.tell()
         try:
             out.write(b"".join(members))
@@ -153,11 +162,18 @@ class CaptureWriter:
         return self._file
 
 
-def _gzip_member(record) -> bytes:
+def _level(capture: Capture) -> int:
+    headers = {k.lower(): v for k, v in capture.response_headers}
+    if headers.get("content-encoding", "").strip().lower() in _COMPRESSED_ENCODINGS:
+        return 0
+    return 0 if _COMPRESSED_TYPES.match(headers.get("content-type", "").strip()) else GZIP_LEVEL
+
+
+def _gzip_member(record, level: int) -> bytes:
     """One record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
     buffer = io.BytesIO()
     WARCWriter(buffer, gzip=False).write_record(record)
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
     return compressor.compress(buffer.getvalue()) + compressor.flush()
 
 
@@ -261,6 +277,46 @@ def _record_bytes(archive_dir: Path, location: WarcLocation) -> tuple[io.BytesIO
             return io.BytesIO(f.read(location.length)), where
     except OSError as exc:
         raise WarcError(f"{where}: cannot read ({exc.strerror or type(exc).__name__})") from None
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response record as the fetcher wrote it: for which page, from where, with what."""
+
+    page: str  # the URL the fetcher was asked for (before redirects)
+    url: str
+    status: int
+    headers: StatusAndHeaders
+    location: WarcLocation
+    date: str
+    truncated: bool
+
+
+def responses(path: Path) -> Iterator[Response]:
+    """The fetcher's response records in one WARC file, in the order they were written.
+
+    Stops quietly at damage: a crashed run's file may end anywhere.
+    """
+    try:
+        with open(path, "rb") as f:
+            records = ArchiveIterator(f)
+            for record in records:
+                page = record.rec_headers.get_header(PAGE_HEADER)
+                if record.rec_type != "response" or not page or record.http_headers is None:
+                    records.read_to_end(record)
+                    continue
+                records.read_to_end(record)
+                yield Response(
+                    page=page,
+                    url=record.rec_headers.get_header("WARC-Target-URI"),
+                    status=int(record.http_headers.get_statuscode() or 0),
+                    headers=record.http_headers,
+                    location=WarcLocation(path.name, records.get_record_offset(), records.get_record_length()),
+                    date=record.rec_headers.get_header("WARC-Date") or "",
+                    truncated=record.rec_headers.get_header("WARC-Truncated") is not None,
+                )
+    except (ArchiveLoadFailed, OSError, ValueError, zlib.error, EOFError):
+        return
 
 
 def repair(paths: Iterable[Path]) -> list[tuple[Path, int]]:

@@ -1,0 +1,169 @@
+"""Host health, politeness at the server, the resource budget and where requests may go (`pytest -m hostile`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mirror.fetch import FetchOptions, run
+from mirror.seeds import links_from_urls
+from mirror.store import Archive
+
+from .conftest import run_mirror
+from .test_fetch import attempts, fetch_urls, page
+from .webserver import PNG, article
+
+pytestmark = pytest.mark.hostile
+
+ZH_ARTICLE = (
+    "<html><head><title>流水线并行</title></head><body><article><h1>流水线并行</h1>"
+    "<p>流水线并行把模型的不同层放到不同的设备上，每个设备只负责一部分计算。为了减少设备空闲，微批次被依次送入流水线。</p>"
+    "<p>气泡是流水线并行的主要开销：设备在等待上游结果时无事可做。交错调度可以进一步压缩气泡。</p>"
+    "{images}</article></body></html>"
+)
+
+
+def with_images(*srcs: str) -> bytes:
+    return ZH_ARTICLE.format(images="".join(f'<p><img src="{s}" alt="图"></p>' for s in srcs)).encode()
+
+
+def test_dead_hosts_fail_their_whole_queue_at_once_without_retries(tmp_path, web):
+    refused = [f"http://127.0.0.1:9/p{i}" for i in range(5)]
+    unknown = [f"http://no-such-host.invalid/p{i}" for i in range(5)]
+    live = [web.url(f"/article/{i}") for i in range(3)]
+    db, summary = fetch_urls(tmp_path, refused + unknown + live, retries=3, backoff=5.0, delay=2.0, per_host=1)
+    for url in refused:
+        assert page(db, url)["error"] == "connect" and page(db, url)["attempts"] == 1
+    for url in unknown:
+        assert page(db, url)["error"] == "dns" and page(db, url)["attempts"] == 1
+        assert "not found" in page(db, url)["error_message"]
+    assert {page(db, u)["status"] for u in live} == {"archived"}
+    assert summary.down_hosts == {"127.0.0.1:9": ("connect", 5), "no-such-host.invalid": ("dns", 5)}
+    assert not summary.no_host_resolved
+
+
+def test_transient_errors_keep_their_retries(tmp_path, web):
+    db, summary = fetch_urls(tmp_path, [web.url("/reset"), web.url("/always-503")], retries=2)
+    assert len(attempts(db, web.url("/reset"))) == 3
+    assert len(attempts(db, web.url("/always-503"))) == 3
+    assert summary.down_hosts == {}
+
+
+def test_no_host_resolves_is_reported_once_and_pages_keep_dns(tmp_path):
+    urls = [f"http://host{i}.invalid/a{j}" for i in range(6) for j in range(3)]
+    db, summary = fetch_urls(tmp_path, urls, retries=3, backoff=5.0, delay=5.0)
+    assert {page(db, u)["error"] for u in urls} == {"dns"}
+    assert summary.no_host_resolved
+    assert all(page(db, u)["attempts"] == 1 for u in urls)
+
+
+def test_cli_says_once_that_no_host_resolved(tmp_path, cli):
+    result = cli("fetch", "http://a.invalid/1", "http://b.invalid/2", "http://a.invalid/3", "--delay", "0")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("no host name resolved") == 1
+    assert "check the network connection or the proxy settings" in result.output
+
+
+@pytest.mark.parametrize("per_host", [1, 4])
+def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, web2, per_host):
+    """`mirror fetch` runs as its own process, so the server's clock is not slowed by the client.
+    Two hosts share a concurrency of 2: requests queue for it after passing their host's gate."""
+    delay = 0.2
+    urls = [server.url(f"/slow/{i}?s=0.1") for i in range(8) for server in (web, web2)]
+    args = ["--per-host", str(per_host), "--delay", str(delay), "--concurrency", "2", "--no-images"]
+    done = run_mirror("fetch", *urls, *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for server in (web, web2):
+        starts = sorted(t for _, t in server.recorder.starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        assert len(starts) == 8
+        assert min(gaps) >= delay * 0.9, gaps  # the server thread's clock jitters by a few ms on a busy machine
+
+
+def test_dead_and_hanging_image_hosts_do_not_hold_up_pages(tmp_path, web, web2):
+    hanging = "http://127.0.0.3:{}/never"
+    pages = []
+    for i in range(4):
+        pages.append(web.add(f"/a{i}", with_images(f"http://img{i}.invalid/x.png", web2.url(f"/img{i}.png"), "http://127.0.0.1:9/y.png")))
+        web2.add(f"/img{i}.png", PNG, content_type="image/png")
+    db, summary = fetch_urls(tmp_path, pages, retries=3, backoff=2.0, resource_timeout=1.0)
+    assert {page(db, u)["status"] for u in pages} == {"archived"}
+    rows = {r["url"]: r for r in db["resources"].rows}
+    assert all(rows[web2.url(f"/img{i}.png")]["status"] == "archived" for i in range(4))
+    assert {rows[f"http://img{i}.invalid/x.png"]["error"] for i in range(4)} == {"dns"}
+    assert rows["http://127.0.0.1:9/y.png"]["error"] == "connect"
+    # pages were recorded before any image was asked for
+    assert all(page(db, u)["resources_at"] for u in pages)
+    assert hanging  # (hanging hosts: see test_hanging_image_host_uses_the_resource_timeout)
+
+
+def test_hanging_image_host_uses_the_resource_timeout_and_one_retry(tmp_path, web):
+    url = web.add("/hangs", with_images(web.url("/never")))
+    db, _ = fetch_urls(tmp_path, [url], retries=3, timeout=20.0, resource_timeout=0.5)
+    (row,) = db["resources"].rows
+    assert row["status"] == "failed" and row["error"] == "timeout" and "0.5 s" in row["error_message"]
+    assert web.recorder.hits["/never"] == 2  # one retry, not three
+
+
+def test_headers_go_only_to_seed_hosts(tmp_path, web, web2):
+    web2.add("/elsewhere", article("elsewhere"))
+    url = web.add("/jump", b"", status=302, Location=web2.url("/elsewhere"))
+    image_page = web.add("/pic", with_images(web2.url("/img.png")))
+    web2.add("/img.png", PNG, content_type="image/png")
+    fetch_urls(tmp_path, [url, image_page], headers={"Authorization": "Bearer s3cret"})
+    assert web.recorder.headers["/jump"][0]["Authorization"] == "Bearer s3cret"
+    assert "Authorization" not in web2.recorder.headers["/elsewhere"][0]
+    assert "Authorization" not in web2.recorder.headers["/img.png"][0]
+
+
+def test_header_all_hosts_opts_out(tmp_path, web, web2):
+    web2.add("/elsewhere", article("elsewhere"))
+    url = web.add("/jump", b"", status=302, Location=web2.url("/elsewhere"))
+    fetch_urls(tmp_path, [url], headers={"Authorization": "Bearer s3cret"}, header_all_hosts=True)
+    assert web2.recorder.headers["/elsewhere"][0]["Authorization"] == "Bearer s3cret"
+
+
+@pytest.mark.parametrize("allow_private", [False, True])
+def test_a_public_page_cannot_make_us_request_loopback(tmp_path, web, monkeypatch, allow_private):
+    """The page comes through a proxy as a public site; its image points at this machine."""
+    admin = web.url("/internal-admin?action=reboot")
+    web.add("/public-article", with_images(admin, "http://127.0.0.1:1/x.png"))
+    monkeypatch.setenv("HTTP_PROXY", web.url(""))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    url = "http://public.example/public-article"
+    db, _ = fetch_urls(tmp_path, [url], allow_private=allow_private)
+    assert page(db, url)["status"] == "archived"
+    rows = {r["url"]: r for r in db["resources"].rows}
+    if allow_private:
+        assert web.recorder.hits["/internal-admin"] == 1
+    else:
+        assert web.recorder.hits["/internal-admin"] == 0
+        assert rows[admin]["status"] == "failed" and rows[admin]["error"] == "private_address"
+        assert "--allow-private" in rows[admin]["error_message"]
+
+
+def test_a_loopback_page_may_show_loopback_images(tmp_path, web, web2):
+    url = web.add("/local", with_images(web2.url("/img.png")))
+    web2.add("/img.png", PNG, content_type="image/png")
+    db, _ = fetch_urls(tmp_path, [url])
+    (row,) = db["resources"].rows
+    assert row["status"] == "archived"
+
+
+def test_summary_json_lists_down_hosts(tmp_path):
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls(["http://gone.invalid/1", "http://gone.invalid/2"]))
+        summary = run(archive, FetchOptions(delay=0, retries=2))
+    assert summary.as_dict()["down_hosts"] == [{"host": "gone.invalid", "reason": "dns", "pages": 2}]
+
+
+def test_a_hanging_image_host_costs_one_timeout(tmp_path, web):
+    from .webserver import HostileServer
+
+    with HostileServer("127.0.0.3") as hangs:
+        images = [hangs.url(f"/never?i={i}") for i in range(4)]
+        url = web.add("/hang-host", with_images(*images))
+        db, summary = fetch_urls(tmp_path, [url], retries=3, resource_timeout=0.5)
+        assert hangs.recorder.hits["/never"] == 1
+    rows = {r["url"]: r for r in db["resources"].rows}
+    assert {rows[i]["error"] for i in images} == {"timeout"}
+    assert page(db, url)["status"] == "archived"
