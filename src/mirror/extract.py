@@ -16,7 +16,7 @@ from urllib.parse import urldefrag, urljoin
 
 from .warc import WarcLocation, read_payload
 
-__all__ = ["Extraction", "count_words", "decode_html", "extract", "extract_capture"]
+__all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
 
 MIN_WORDS = 30  # fewer than this and a page has no article to read
 
@@ -28,8 +28,8 @@ _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I
 _LAZY_IMG = re.compile(r"<img\b[^>]*>", re.I)
 _LAZY_ATTR = re.compile(r"""\sdata-(?:src|original|actualsrc|lazy-src)\s*=\s*("[^"]*"|'[^']*')""", re.I)
 _SRC_ATTR = re.compile(r"""\ssrc\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.I)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
 _IMAGE_EXT = re.compile(r"\.(avif|bmp|gif|ico|jpe?g|png|svg|tiff?|webp)([?#][^/]*)?$", re.I)
-_MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
 
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
 
@@ -137,14 +137,19 @@ def _kind(body: bytes, content_type: str | None) -> str:
 
 
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
+    """One trafilatura extraction with trafilatura's default content choice (comments and
+    tables included), serialized twice: `text` as plain prose, `markdown` for reading.
+
+    The tree is extracted with links, images and formatting kept so the Markdown can show
+    them; the plain text is the same tree with those marks dropped, so both carry the same
+    article and the page is parsed and searched for its article once.
+    """
     from trafilatura import bare_extraction, extract_metadata
-    from trafilatura.core import determine_returnstring
     from trafilatura.settings import Extractor
-    from trafilatura.xml import xmltotxt
 
     html = _unlazy_images(decode_html(body, content_type))
     options = Extractor(
-        output_format="markdown", formatting=True, links=True, images=True, tables=True, comments=False, with_metadata=True, url=url
+        output_format="markdown", formatting=True, links=True, images=True, tables=True, comments=True, with_metadata=True, url=url
     )
     try:
         document = bare_extraction(html, url=url, options=options)
@@ -165,9 +170,9 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    options.with_metadata = False
-    markdown = determine_returnstring(document, options).strip()
-    text = xmltotxt(document.body, False).strip()
+    parts = [document.body, document.commentsbody]
+    text = "\n".join(_serialize(tree, markdown=False) for tree in parts if tree is not None)
+    markdown = "\n".join(_serialize(tree, markdown=True) for tree in parts if tree is not None)
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -181,9 +186,28 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
         text=text,
         markdown=markdown,
-        images=_images(markdown, url),
+        images=_images(document.body, url),
     )
     return _finish(result)
+
+
+def _serialize(tree, markdown: bool) -> str:
+    """trafilatura's own txt (or Markdown) rendering of an extracted tree.
+
+    For plain text, link and image elements go first (a link keeps its words, an image
+    leaves nothing), since trafilatura writes them as Markdown even in its txt output.
+    """
+    from copy import deepcopy
+
+    from lxml.etree import strip_elements, strip_tags
+    from trafilatura.utils import normalize_unicode
+    from trafilatura.xml import xmltotxt
+
+    if not markdown:
+        tree = deepcopy(tree)
+        strip_elements(tree, "graphic", with_tail=False)
+        strip_tags(tree, "ref", "hi")
+    return normalize_unicode(xmltotxt(tree, markdown)).strip()
 
 
 def _extract_pdf(body: bytes) -> Extraction:
@@ -211,7 +235,17 @@ def _extract_pdf(body: bytes) -> Extraction:
     return _finish(result)
 
 
+def clean_text(value: str | None) -> str | None:
+    """Drop terminal control characters (an archived page must not drive the reader's
+    terminal); keep newlines and tabs, and make every line break a newline."""
+    if value is None:
+        return None
+    return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def _finish(result: Extraction) -> Extraction:
+    for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
+        setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
     if result.word_count < MIN_WORDS:
         result.status = "no_text"
@@ -244,10 +278,11 @@ def _unlazy_images(html: str) -> str:
     return _LAZY_IMG.sub(fix, html)
 
 
-def _images(markdown: str, base: str) -> list[str]:
+def _images(body, base: str) -> list[str]:
+    """Absolute http(s) URLs of the images the article shows, in order."""
     found = []
-    for src in _MD_IMAGE.findall(markdown):
-        absolute = urldefrag(urljoin(base, src)).url
+    for graphic in body.iter("graphic"):
+        absolute = urldefrag(urljoin(base, (graphic.get("src") or "").strip())).url
         if absolute.startswith(("http://", "https://")) and absolute not in found:
             found.append(absolute)
     return found
