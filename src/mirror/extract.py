@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urldefrag, urljoin
 
+from ._charset import legacy_chinese
+from ._sniff import sniff
 from .warc import WarcLocation, read_payload
 
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
@@ -24,6 +26,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+_WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
 _LAZY_IMG = re.compile(r"<img\b[^>]*>", re.I)
 _LAZY_ATTR = re.compile(r"""\sdata-(?:src|original|actualsrc|lazy-src)\s*=\s*("[^"]*"|'[^']*')""", re.I)
@@ -78,7 +81,7 @@ def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str) -
 
 
 def extract(body: bytes, url: str, content_type: str | None = None) -> Extraction:
-    kind = _kind(body, content_type)
+    kind = sniff(body, content_type)
     if kind == "pdf":
         return _extract_pdf(body)
     if kind == "text":
@@ -93,8 +96,10 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
     """Decode without mojibake: UTF-8 if valid, else the declared charset, else detection.
 
     Headers and <meta charset> are often wrong (UTF-8 bytes labelled gb2312,
-    GBK bytes labelled UTF-8), so a declaration only counts if it decodes
-    the bytes cleanly. GB2312 and GBK are read as their superset GB18030.
+    GBK bytes labelled UTF-8, a server's default ISO-8859-1 on a GB2312 page), so a
+    declaration only counts if it decodes the bytes cleanly, and a Western
+    single-byte one (which decodes anything) yields to bytes that read as
+    Chinese. GB2312 and GBK are read as their superset GB18030.
     """
     try:
         return body.decode("utf-8")
@@ -108,6 +113,16 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
         declared.append(match[1].decode("ascii", "ignore").lower())
     for charset in declared:
         charset = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}.get(charset, charset)
+        if charset.replace("_", "-") in _WESTERN:
+            continue
+        try:
+            return body.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    chinese = legacy_chinese(body)
+    if chinese is not None:
+        return chinese
+    for charset in declared:
         try:
             return body.decode(charset)
         except (LookupError, UnicodeDecodeError):
@@ -120,20 +135,6 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
 def count_words(text: str) -> int:
     """Han, kana and Hangul characters each count as a word; Latin words as one."""
     return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
-
-
-def _kind(body: bytes, content_type: str | None) -> str:
-    ctype = (content_type or "").lower()
-    if "pdf" in ctype or body[:5] == b"%PDF-":
-        return "pdf"
-    if any(t in ctype for t in ("html", "xml")):
-        return "html"
-    if ctype.startswith("text/plain"):
-        return "text"
-    if not ctype:
-        head = body[:1024].lstrip().lower()
-        return "html" if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<head", b"<body")) else "other"
-    return "other"
 
 
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
