@@ -28,11 +28,15 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 _WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
-_LAZY_IMG = re.compile(r"<img\b[^>]*>", re.I)
-_LAZY_ATTR = re.compile(r"""\sdata-(?:src|original|actualsrc|lazy-src)\s*=\s*("[^"]*"|'[^']*')""", re.I)
-_SRC_ATTR = re.compile(r"""\ssrc\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.I)
+_LAZY_ATTRS = ("data-src", "data-original", "data-actualsrc", "data-lazy-src")
+# Image markers: Tai Xuan Jing symbols (U+1D306..U+1D319), printable so trafilatura
+# keeps them, and absent from the text of real pages (a page that has them gets no markers)
+_MARK_OPEN, _MARK_CLOSE = "\U0001d306", "\U0001d307"
+_MARK_DIGITS = "".join(chr(0x1D310 + i) for i in range(10))
+_TO_MARK_DIGITS = str.maketrans("0123456789", _MARK_DIGITS)
+_FROM_MARK_DIGITS = str.maketrans(_MARK_DIGITS, "0123456789")
+_IMAGE_MARK = re.compile(f"{_MARK_OPEN}([{_MARK_DIGITS}]+){_MARK_CLOSE}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
-_IMAGE_EXT = re.compile(r"\.(avif|bmp|gif|ico|jpe?g|png|svg|tiff?|webp)([?#][^/]*)?$", re.I)
 
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
 
@@ -50,6 +54,37 @@ def _widen_regex_cache(size: int = 10_000) -> None:
 
 
 _widen_regex_cache()
+
+DATE_LANGUAGES = ["en", "zh", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "nl"]
+
+
+def _narrow_date_parser() -> None:
+    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of
+    its ~200 locales applicable, and dateparser then tests each locale on each string:
+    half of all extraction time. Limited to the languages of the pages we read, the dates
+    found on the quality corpora are the same (bench/quality.py) at about 60% of the cost.
+    Numeric and ISO dates never reach dateparser."""
+    try:
+        from functools import lru_cache
+
+        import htmldate.extractors as extractors
+
+        default = extractors.get_external_parser
+
+        @lru_cache(maxsize=None)
+        def narrowed():
+            from dateparser import DateDataParser
+
+            parser = default()
+            settings = getattr(parser, "_settings", None)  # htmldate's own settings, kept
+            return DateDataParser(languages=DATE_LANGUAGES, settings=settings) if settings else parser
+
+        extractors.get_external_parser = narrowed
+    except (ImportError, AttributeError):
+        pass
+
+
+_narrow_date_parser()
 
 
 @dataclass
@@ -138,22 +173,26 @@ def count_words(text: str) -> int:
 
 
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
-    """One trafilatura extraction with trafilatura's default content choice (comments and
-    tables included), serialized twice: `text` as plain prose, `markdown` for reading.
+    """One trafilatura extraction, serialized twice: `text` as plain prose, `markdown` for
+    reading; both carry the same article, and the page is parsed and searched once.
 
-    The tree is extracted with links, images and formatting kept so the Markdown can show
-    them; the plain text is the same tree with those marks dropped, so both carry the same
-    article and the page is parsed and searched for its article once.
+    The content choice is trafilatura's default (comments and tables kept), plus links and
+    formatting, which leave it as it is. Its `images` option does not: it keeps figure and
+    picture blocks and, on news pages, the ads and teasers in them. So images are not left
+    to trafilatura: each <img> leaves a small marker in the text, and the markers that end
+    up inside the article become the Markdown images and the `images` list.
     """
     from trafilatura import bare_extraction, extract_metadata
     from trafilatura.settings import Extractor
 
-    html = _unlazy_images(decode_html(body, content_type))
+    images: list[tuple[str, str]] = []
+    html = decode_html(body, content_type)
+    page = _mark_images(html, images)
     options = Extractor(
-        output_format="markdown", formatting=True, links=True, images=True, tables=True, comments=True, with_metadata=True, url=url
+        output_format="markdown", formatting=True, links=True, images=False, tables=True, comments=True, with_metadata=True, url=url
     )
     try:
-        document = bare_extraction(html, url=url, options=options)
+        document = bare_extraction(page, url=url, options=options)
     except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
         document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
@@ -172,8 +211,11 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             language=_language(html, ""),
         )
     parts = [document.body, document.commentsbody]
-    text = "\n".join(_serialize(tree, markdown=False) for tree in parts if tree is not None)
+    text = _IMAGE_MARK.sub("", "\n".join(_serialize(tree, markdown=False) for tree in parts if tree is not None))
+    text = re.sub(r"\n[ \t]*(?=\n)", "", text).strip()  # lines that held only an image
     markdown = "\n".join(_serialize(tree, markdown=True) for tree in parts if tree is not None)
+    shown: list[str] = []
+    markdown = _IMAGE_MARK.sub(lambda m: _markdown_image(images, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), markdown)
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -187,7 +229,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
         text=text,
         markdown=markdown,
-        images=_images(document.body, url),
+        images=shown,
     )
     return _finish(result)
 
@@ -195,18 +237,17 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
 def _serialize(tree, markdown: bool) -> str:
     """trafilatura's own txt (or Markdown) rendering of an extracted tree.
 
-    For plain text, link and image elements go first (a link keeps its words, an image
-    leaves nothing), since trafilatura writes them as Markdown even in its txt output.
+    For plain text, links and emphasis are unwrapped first (their words stay), since
+    trafilatura writes links as Markdown even in its txt output.
     """
     from copy import deepcopy
 
-    from lxml.etree import strip_elements, strip_tags
+    from lxml.etree import strip_tags
     from trafilatura.utils import normalize_unicode
     from trafilatura.xml import xmltotxt
 
     if not markdown:
         tree = deepcopy(tree)
-        strip_elements(tree, "graphic", with_tail=False)
         strip_tags(tree, "ref", "hi")
     return normalize_unicode(xmltotxt(tree, markdown)).strip()
 
@@ -253,40 +294,45 @@ def _finish(result: Extraction) -> Extraction:
     return result
 
 
-def _unlazy_images(html: str) -> str:
-    """WeChat and zhihu keep the real image in data-src / data-original.
+def _mark_images(html: str, images: list[tuple[str, str]]):
+    """The parsed page, with a marker after every <img> (after its link, if it is in
+    one: a link holding only an image would be dropped as boilerplate), and its source
+    and alt text noted in `images`.
 
-    trafilatura keeps only images whose URL ends like an image file, so an
-    extension-less URL (WeChat's `.../640?wx_fmt=png`) gets a `#.png`
-    fragment, which no server ever sees.
+    The source is the lazy-loading one where there is one (WeChat and zhihu keep the
+    real image in data-src / data-original, and a placeholder in src).
     """
+    from trafilatura.utils import load_html
 
-    def fix(match: re.Match) -> str:
-        tag = match[0]
-        lazy = _LAZY_ATTR.search(tag)
-        if lazy:
-            tag = _SRC_ATTR.sub(" data-placeholder-src=\\1", tag, count=1)
-            tag = tag.replace(lazy[0], f" src={lazy[1]}", 1)
-        src = _SRC_ATTR.search(tag)
-        if src:
-            url = src[1].strip("\"'")
-            if url.startswith(("http", "/")) and "#" not in url and not _IMAGE_EXT.search(url):
-                fmt = re.search(r"wx_fmt=(\w+)", url)
-                ext = {"jpeg": "jpg"}.get(fmt[1], fmt[1]) if fmt else "jpg"
-                tag = tag.replace(src[0], f' src="{url}#.{ext}"', 1)
-        return tag
-
-    return _LAZY_IMG.sub(fix, html)
+    tree = load_html(html)
+    if tree is None or _MARK_OPEN in html:
+        return tree if tree is not None else html
+    after: dict = {}
+    for img in tree.iter("img"):
+        src = next((img.get(a) for a in _LAZY_ATTRS if img.get(a)), None) or img.get("src") or ""
+        images.append((src.strip(), img.get("alt") or ""))
+        marker = f"{_MARK_OPEN}{str(len(images) - 1).translate(_TO_MARK_DIGITS)}{_MARK_CLOSE}"
+        anchor = next(img.iterancestors("a"), None)
+        after.setdefault(anchor if anchor is not None else img, []).append(marker)
+    for element, markers in after.items():
+        element.tail = "".join(markers) + (element.tail or "")
+    return tree
 
 
-def _images(body, base: str) -> list[str]:
-    """Absolute http(s) URLs of the images the article shows, in order."""
-    found = []
-    for graphic in body.iter("graphic"):
-        absolute = urldefrag(urljoin(base, (graphic.get("src") or "").strip())).url
-        if absolute.startswith(("http://", "https://")) and absolute not in found:
-            found.append(absolute)
-    return found
+def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown: list[str]) -> str:
+    """The Markdown for marked image `index`, noting its URL in `shown`; nothing for
+    images that are not http(s) (inline data, scripts)."""
+    from trafilatura.xml import _md_link
+
+    if index >= len(images):
+        return ""
+    src, alt = images[index]
+    absolute = urldefrag(urljoin(base, src)).url if src else ""
+    if not absolute.startswith(("http://", "https://")):
+        return ""
+    if absolute not in shown:
+        shown.append(absolute)
+    return _md_link(" ".join(alt.split()), absolute, image=True)
 
 
 def _language(html: str, text: str) -> str | None:

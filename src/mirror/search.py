@@ -221,10 +221,18 @@ def _snippet(text: str, words: list[str], width: int = 60) -> str | None:
     return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
 
 
+_MD_IMAGE = re.compile(r"!\[([^\]\x02\x03]*)\]\([^)\s]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\((?:https?:|/|\.|#)[^)\s]*\)")
+_CONTROL = re.compile(r"[\x00-\x01\x04-\x08\x0b-\x1f\x7f-\x9f]")  # \x02 and \x03 are our marks
+
+
 def _clean_snippet(snippet: str) -> str:
+    """Plain text: an archive extracted before `text` was plain still has Markdown
+    links and images in it until `mirror reindex`; a snippet never shows them."""
     text = desegment(snippet)
     text = text.replace(_MARK_END + _MARK_START, "")  # one mark per matched phrase
-    return re.sub(r"\s+", " ", text).strip()
+    text = _MD_LINK.sub(r"\1", _MD_IMAGE.sub("", text))
+    return re.sub(r"\s+", " ", _CONTROL.sub("", text)).strip()
 
 
 def index_insert(page_id: int, row: dict) -> tuple[str, list]:
