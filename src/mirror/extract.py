@@ -28,6 +28,8 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 _WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+_GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
 _LAZY_ATTRS = ("data-src", "data-original", "data-actualsrc", "data-lazy-src")
 # Image markers: Tai Xuan Jing symbols (U+1D306..U+1D319), printable so trafilatura
 # keeps them, and absent from the text of real pages (a page that has them gets no markers)
@@ -173,33 +175,36 @@ def count_words(text: str) -> int:
 
 
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
-    """One trafilatura extraction, serialized twice: `text` as plain prose, `markdown` for
-    reading; both carry the same article, and the page is parsed and searched once.
+    """`text` and metadata are trafilatura's default extraction; `markdown` adds links,
+    emphasis and images to that same article.
 
-    The content choice is trafilatura's default (comments and tables kept), plus links and
-    formatting, which leave it as it is. Its `images` option does not: it keeps figure and
-    picture blocks and, on news pages, the ads and teasers in them. So images are not left
-    to trafilatura: each <img> leaves a small marker in the text, and the markers that end
-    up inside the article become the Markdown images and the `images` list.
+    trafilatura's own options for links, formatting and images change which blocks it
+    takes for the article (link-heavy teasers, figure blocks, a spacing loss next to
+    links), and measured against hand-marked pages its default choice is the cleanest
+    (bench/quality.py). So the text comes from the default choice, and the Markdown
+    from a second, fast pass with links and formatting on, in which each <img> has left a
+    small marker; that pass is kept only when it holds the same article as the text,
+    otherwise the Markdown is the text's own tree with its headings, lists, tables and
+    code. The page is parsed once, and metadata (the costly part) found once.
     """
     from trafilatura import bare_extraction, extract_metadata
     from trafilatura.settings import Extractor
+    from trafilatura.utils import load_html
 
-    images: list[tuple[str, str]] = []
     html = decode_html(body, content_type)
-    page = _mark_images(html, images)
-    options = Extractor(
-        output_format="markdown", formatting=True, links=True, images=False, tables=True, comments=True, with_metadata=True, url=url
-    )
-    try:
-        document = bare_extraction(page, url=url, options=options)
-    except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
-        document = None
+    tree = load_html(html)
+    document = None
+    if tree is not None:
+        options = Extractor(tables=True, comments=True, with_metadata=True, url=url)  # trafilatura's defaults
+        try:
+            document = bare_extraction(tree, url=url, options=options)  # works on a copy of the tree
+        except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
+            document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
     if not has_text:
         meta = None
         try:
-            meta = extract_metadata(html, default_url=url)
+            meta = extract_metadata(tree if tree is not None else html, default_url=url)
         except Exception:  # noqa: BLE001
             pass
         return Extraction(
@@ -210,12 +215,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    parts = [document.body, document.commentsbody]
-    text = _IMAGE_MARK.sub("", "\n".join(_serialize(tree, markdown=False) for tree in parts if tree is not None))
-    text = re.sub(r"\n[ \t]*(?=\n)", "", text).strip()  # lines that held only an image
-    markdown = "\n".join(_serialize(tree, markdown=True) for tree in parts if tree is not None)
-    shown: list[str] = []
-    markdown = _IMAGE_MARK.sub(lambda m: _markdown_image(images, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), markdown)
+    text = _serialize([document.body, document.commentsbody], markdown=False)
+    markdown, images = _markdown(tree, html, url, text)
+    if markdown is None:
+        markdown = _serialize([document.body, document.commentsbody], markdown=True)
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -229,13 +232,69 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
         text=text,
         markdown=markdown,
-        images=shown,
+        images=images,
     )
     return _finish(result)
 
 
-def _serialize(tree, markdown: bool) -> str:
-    """trafilatura's own txt (or Markdown) rendering of an extracted tree.
+SAME_ARTICLE = 0.9  # share of the Markdown's words that must be the text's, and of the text's in the Markdown
+
+
+def _markdown(tree, html: str, url: str, text: str) -> tuple[str | None, list[str]]:
+    """The article as Markdown with links, emphasis and images, and the image URLs it
+    shows; (None, []) when the pass with links on takes a different article."""
+    from trafilatura import bare_extraction
+    from trafilatura.settings import Extractor
+
+    marked: list[tuple[str, str]] = []
+    if _MARK_OPEN not in html:
+        _mark_images(tree, marked)
+    options = Extractor(formatting=True, links=True, tables=True, comments=True, fast=True, url=url)
+    try:
+        document = bare_extraction(tree, url=url, options=options)
+    except Exception:  # noqa: BLE001
+        return None, []
+    if document is None or document.body is None:
+        return None, []
+    parts = [document.body, document.commentsbody]
+    for part in parts:
+        if part is not None:
+            _space_links(part)
+    if not _same_article(_IMAGE_MARK.sub("", _serialize(parts, markdown=False)), text):
+        return None, []
+    shown: list[str] = []
+    markdown = _IMAGE_MARK.sub(
+        lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), _serialize(parts, markdown=True)
+    )
+    return markdown, shown
+
+
+def _space_links(tree) -> None:
+    """Put back the space trafilatura loses before a link that follows loose text in a
+    block ("from the<ref>Official Blog</ref>"): between two Latin letters or digits."""
+    for ref in tree.iter("ref"):
+        previous = ref.getprevious()
+        before = previous.tail if previous is not None else ref.getparent().text
+        if before and ref.text and _GLUED.match(before[-1] + ref.text[0]):
+            if previous is not None:
+                previous.tail = before + " "
+            else:
+                ref.getparent().text = before + " "
+        if ref.tail and ref.text and _GLUED.match(ref.text[-1] + ref.tail[0]):
+            ref.tail = " " + ref.tail
+
+
+def _same_article(candidate: str, text: str) -> bool:
+    """Whether two renderings hold the same article: most words of each are in the other."""
+    from collections import Counter
+
+    ours, theirs = Counter(_WORD.findall(candidate)), Counter(_WORD.findall(text))
+    common = sum((ours & theirs).values())
+    return common >= SAME_ARTICLE * max(sum(ours.values()), 1) and common >= SAME_ARTICLE * max(sum(theirs.values()), 1)
+
+
+def _serialize(trees: list, markdown: bool) -> str:
+    """trafilatura's own txt (or Markdown) rendering of an extracted article and its comments.
 
     For plain text, links and emphasis are unwrapped first (their words stay), since
     trafilatura writes links as Markdown even in its txt output.
@@ -246,10 +305,16 @@ def _serialize(tree, markdown: bool) -> str:
     from trafilatura.utils import normalize_unicode
     from trafilatura.xml import xmltotxt
 
-    if not markdown:
-        tree = deepcopy(tree)
-        strip_tags(tree, "ref", "hi")
-    return normalize_unicode(xmltotxt(tree, markdown)).strip()
+    rendered = []
+    for tree in trees:
+        if tree is None:
+            continue
+        if not markdown and (tree.find(".//ref") is not None or tree.find(".//hi") is not None):
+            tree = deepcopy(tree)
+            strip_tags(tree, "ref", "hi")
+        rendered.append(normalize_unicode(xmltotxt(tree, markdown)).strip())
+    joined = "\n".join(r for r in rendered if r)
+    return joined if markdown else re.sub(r"\n[ \t]*(?=\n)", "", joined).strip()
 
 
 def _extract_pdf(body: bytes) -> Extraction:
@@ -294,19 +359,14 @@ def _finish(result: Extraction) -> Extraction:
     return result
 
 
-def _mark_images(html: str, images: list[tuple[str, str]]):
-    """The parsed page, with a marker after every <img> (after its link, if it is in
-    one: a link holding only an image would be dropped as boilerplate), and its source
-    and alt text noted in `images`.
+def _mark_images(tree, images: list[tuple[str, str]]) -> None:
+    """Put a marker after every <img> of `tree` (after its link, if it is in one: a link
+    holding only an image would be dropped as boilerplate), noting its source and alt
+    text in `images`.
 
     The source is the lazy-loading one where there is one (WeChat and zhihu keep the
     real image in data-src / data-original, and a placeholder in src).
     """
-    from trafilatura.utils import load_html
-
-    tree = load_html(html)
-    if tree is None or _MARK_OPEN in html:
-        return tree if tree is not None else html
     after: dict = {}
     for img in tree.iter("img"):
         src = next((img.get(a) for a in _LAZY_ATTRS if img.get(a)), None) or img.get("src") or ""
@@ -316,7 +376,6 @@ def _mark_images(html: str, images: list[tuple[str, str]]):
         after.setdefault(anchor if anchor is not None else img, []).append(marker)
     for element, markers in after.items():
         element.tail = "".join(markers) + (element.tail or "")
-    return tree
 
 
 def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown: list[str]) -> str:
