@@ -215,10 +215,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    text = _serialize([document.body, document.commentsbody], markdown=False)
-    markdown, images = _markdown(tree, html, url, text)
-    if markdown is None:
-        markdown = _serialize([document.body, document.commentsbody], markdown=True)
+    article = _serialize([document.body], markdown=False)
+    text = "\n".join(filter(None, [article, _serialize([document.commentsbody], markdown=False)]))
+    markdown, images = _markdown(tree, html, url, article)
+    markdown = "\n".join(filter(None, [markdown or _serialize([document.body], markdown=True), _serialize([document.commentsbody], markdown=True)]))
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -241,25 +241,24 @@ SAME_ARTICLE = 0.9  # share of the Markdown's words that must be the text's, and
 
 
 def _markdown(tree, html: str, url: str, text: str) -> tuple[str | None, list[str]]:
-    """The article as Markdown with links, emphasis and images, and the image URLs it
-    shows; (None, []) when the pass with links on takes a different article."""
+    """The article (`text` without comments) as Markdown with links, emphasis and images,
+    and the image URLs it shows; (None, []) when the pass with links on takes a different
+    article."""
     from trafilatura import bare_extraction
     from trafilatura.settings import Extractor
 
     marked: list[tuple[str, str]] = []
     if _MARK_OPEN not in html:
         _mark_images(tree, marked)
-    options = Extractor(formatting=True, links=True, tables=True, comments=True, fast=True, url=url)
+    options = Extractor(formatting=True, links=True, tables=True, comments=False, fast=True, url=url)
     try:
         document = bare_extraction(tree, url=url, options=options)
     except Exception:  # noqa: BLE001
         return None, []
     if document is None or document.body is None:
         return None, []
-    parts = [document.body, document.commentsbody]
-    for part in parts:
-        if part is not None:
-            _space_links(part)
+    parts = [document.body]
+    _space_links(document.body)
     if not _same_article(_IMAGE_MARK.sub("", _serialize(parts, markdown=False)), text):
         return None, []
     shown: list[str] = []
