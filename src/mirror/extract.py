@@ -12,9 +12,9 @@ import logging
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin
 
 from ._charset import legacy_chinese
+from ._markdown import article_markdown, serialize
 from ._sniff import sniff
 from .warc import WarcLocation, read_payload
 
@@ -28,16 +28,6 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 _WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
-_GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
-_LAZY_ATTRS = ("data-src", "data-original", "data-actualsrc", "data-lazy-src")
-# Image markers: Tai Xuan Jing symbols (U+1D306..U+1D319), printable so trafilatura
-# keeps them, and absent from the text of real pages (a page that has them gets no markers)
-_MARK_OPEN, _MARK_CLOSE = "\U0001d306", "\U0001d307"
-_MARK_DIGITS = "".join(chr(0x1D310 + i) for i in range(10))
-_TO_MARK_DIGITS = str.maketrans("0123456789", _MARK_DIGITS)
-_FROM_MARK_DIGITS = str.maketrans(_MARK_DIGITS, "0123456789")
-_IMAGE_MARK = re.compile(f"{_MARK_OPEN}([{_MARK_DIGITS}]+){_MARK_CLOSE}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
 
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
@@ -215,10 +205,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    article = _serialize([document.body], markdown=False)
-    text = "\n".join(filter(None, [article, _serialize([document.commentsbody], markdown=False)]))
-    markdown, images = _markdown(tree, html, url, article)
-    markdown = "\n".join(filter(None, [markdown or _serialize([document.body], markdown=True), _serialize([document.commentsbody], markdown=True)]))
+    article = serialize([document.body], markdown=False)
+    text = "\n".join(filter(None, [article, serialize([document.commentsbody], markdown=False)]))
+    markdown, images = article_markdown(tree, html, url, article)
+    markdown = "\n".join(filter(None, [markdown or serialize([document.body], markdown=True), serialize([document.commentsbody], markdown=True)]))
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -235,85 +225,6 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         images=images,
     )
     return _finish(result)
-
-
-SAME_ARTICLE = 0.9  # share of the Markdown's words that must be the text's, and of the text's in the Markdown
-
-
-def _markdown(tree, html: str, url: str, text: str) -> tuple[str | None, list[str]]:
-    """The article (`text` without comments) as Markdown with links, emphasis and images,
-    and the image URLs it shows; (None, []) when the pass with links on takes a different
-    article."""
-    from trafilatura import bare_extraction
-    from trafilatura.settings import Extractor
-
-    marked: list[tuple[str, str]] = []
-    if _MARK_OPEN not in html:
-        _mark_images(tree, marked)
-    options = Extractor(formatting=True, links=True, tables=True, comments=False, fast=True, url=url)
-    try:
-        document = bare_extraction(tree, url=url, options=options)
-    except Exception:  # noqa: BLE001
-        return None, []
-    if document is None or document.body is None:
-        return None, []
-    parts = [document.body]
-    _space_links(document.body)
-    if not _same_article(_IMAGE_MARK.sub("", _serialize(parts, markdown=False)), text):
-        return None, []
-    shown: list[str] = []
-    markdown = _IMAGE_MARK.sub(
-        lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), _serialize(parts, markdown=True)
-    )
-    return markdown, shown
-
-
-def _space_links(tree) -> None:
-    """Put back the space trafilatura loses before a link that follows loose text in a
-    block ("from the<ref>Official Blog</ref>"): between two Latin letters or digits."""
-    for ref in tree.iter("ref"):
-        previous = ref.getprevious()
-        before = previous.tail if previous is not None else ref.getparent().text
-        if before and ref.text and _GLUED.match(before[-1] + ref.text[0]):
-            if previous is not None:
-                previous.tail = before + " "
-            else:
-                ref.getparent().text = before + " "
-        if ref.tail and ref.text and _GLUED.match(ref.text[-1] + ref.tail[0]):
-            ref.tail = " " + ref.tail
-
-
-def _same_article(candidate: str, text: str) -> bool:
-    """Whether two renderings hold the same article: most words of each are in the other."""
-    from collections import Counter
-
-    ours, theirs = Counter(_WORD.findall(candidate)), Counter(_WORD.findall(text))
-    common = sum((ours & theirs).values())
-    return common >= SAME_ARTICLE * max(sum(ours.values()), 1) and common >= SAME_ARTICLE * max(sum(theirs.values()), 1)
-
-
-def _serialize(trees: list, markdown: bool) -> str:
-    """trafilatura's own txt (or Markdown) rendering of an extracted article and its comments.
-
-    For plain text, links and emphasis are unwrapped first (their words stay), since
-    trafilatura writes links as Markdown even in its txt output.
-    """
-    from copy import deepcopy
-
-    from lxml.etree import strip_tags
-    from trafilatura.utils import normalize_unicode
-    from trafilatura.xml import xmltotxt
-
-    rendered = []
-    for tree in trees:
-        if tree is None:
-            continue
-        if not markdown and (tree.find(".//ref") is not None or tree.find(".//hi") is not None):
-            tree = deepcopy(tree)
-            strip_tags(tree, "ref", "hi")
-        rendered.append(normalize_unicode(xmltotxt(tree, markdown)).strip())
-    joined = "\n".join(r for r in rendered if r)
-    return joined if markdown else re.sub(r"\n[ \t]*(?=\n)", "", joined).strip()
 
 
 def _extract_pdf(body: bytes) -> Extraction:
@@ -356,41 +267,6 @@ def _finish(result: Extraction) -> Extraction:
     if result.word_count < MIN_WORDS:
         result.status = "no_text"
     return result
-
-
-def _mark_images(tree, images: list[tuple[str, str]]) -> None:
-    """Put a marker after every <img> of `tree` (after its link, if it is in one: a link
-    holding only an image would be dropped as boilerplate), noting its source and alt
-    text in `images`.
-
-    The source is the lazy-loading one where there is one (WeChat and zhihu keep the
-    real image in data-src / data-original, and a placeholder in src).
-    """
-    after: dict = {}
-    for img in tree.iter("img"):
-        src = next((img.get(a) for a in _LAZY_ATTRS if img.get(a)), None) or img.get("src") or ""
-        images.append((src.strip(), img.get("alt") or ""))
-        marker = f"{_MARK_OPEN}{str(len(images) - 1).translate(_TO_MARK_DIGITS)}{_MARK_CLOSE}"
-        anchor = next(img.iterancestors("a"), None)
-        after.setdefault(anchor if anchor is not None else img, []).append(marker)
-    for element, markers in after.items():
-        element.tail = "".join(markers) + (element.tail or "")
-
-
-def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown: list[str]) -> str:
-    """The Markdown for marked image `index`, noting its URL in `shown`; nothing for
-    images that are not http(s) (inline data, scripts)."""
-    from trafilatura.xml import _md_link
-
-    if index >= len(images):
-        return ""
-    src, alt = images[index]
-    absolute = urldefrag(urljoin(base, src)).url if src else ""
-    if not absolute.startswith(("http://", "https://")):
-        return ""
-    if absolute not in shown:
-        shown.append(absolute)
-    return _md_link(" ".join(alt.split()), absolute, image=True)
 
 
 def _language(html: str, text: str) -> str | None:
