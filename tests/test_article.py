@@ -165,6 +165,10 @@ def test_reindex_brings_an_old_archive_to_the_new_text(tmp_path, web, cli):
     with Archive(tmp_path / "archive") as store:
         store.rebuild_index()
     assert json.loads(cli("search", "qianlong", "--json", "--archive", archive).stdout) != []
+    # even before the reindex, snippets of the old text are plain
+    for query in ("Beijing", "station", "qianlong"):
+        hits = json.loads(cli("search", query, "--json", "--archive", archive).stdout)
+        _plain_checks(hits[0]["snippet"])
     web.shutdown()  # no network from here on
     result = cli("reindex", "--archive", archive)
     assert result.exit_code == 0, result.output
