@@ -34,7 +34,7 @@ from _measure import report
 
 CORPUS = Path(os.environ.get("MIRROR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
 
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
 _DRAGNET_COMMENTS = re.compile(r"^\W*COMMENTS\s*$", re.M)  # the line between article and comments
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import sqlite_utils
+
+from mirror._markdown import _WORD as WORDS  # one CJK character, or a run of letters and digits
 
 from .conftest import CORPUS
 
@@ -102,4 +105,9 @@ def test_stored_text_of_real_pages_is_plain(corpus_archive):
             assert image not in row["text"], (name, image)
         if "](" in (row["markdown"] or ""):
             linked += 1
+        # the reader's Markdown carries the same article: no boilerplate the text does not have
+        shown = re.sub(r"\]\(<?[^)>]*>?\)", "]", re.sub(r"!\[[^\]]*\]\(<?[^)>]*>?\)", "", row["markdown"]))  # as rendered
+        md_words = Counter(WORDS.findall(shown))
+        text_words = Counter(WORDS.findall(row["text"]))
+        assert sum((md_words & text_words).values()) >= 0.9 * sum(md_words.values()), name
     assert linked >= 20  # the Markdown does keep links and images

@@ -13,7 +13,7 @@ from urllib.parse import urldefrag, urljoin
 
 __all__ = ["article_markdown", "serialize"]
 
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
 _GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
 _LAZY_ATTRS = ("data-src", "data-original", "data-actualsrc", "data-lazy-src")
 # Image markers: Tai Xuan Jing symbols (U+1D306..U+1D319), printable so trafilatura
@@ -38,7 +38,9 @@ def article_markdown(tree, html: str, url: str, text: str) -> tuple[str | None, 
     marked: list[tuple[str, str]] = []
     if _MARK_OPEN not in html:
         _mark_images(tree, marked)
-    options = Extractor(formatting=True, links=True, tables=True, comments=False, fast=True, url=url)
+    # comments on, so that trafilatura takes them out of the article as in the first pass;
+    # the comments shown are the first pass's, as in `text`
+    options = Extractor(formatting=True, links=True, tables=True, comments=True, fast=True, url=url)
     try:
         document = bare_extraction(tree, url=url, options=options)
     except Exception:  # noqa: BLE001
