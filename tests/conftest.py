@@ -15,7 +15,7 @@ from mirror.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("MIRROR_CORPUS") or ROOT.parent / "shared" / "corpus")  # the real-page corpus
 
 
 @pytest.fixture(autouse=True, scope="session")

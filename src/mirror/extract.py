@@ -12,11 +12,13 @@ import logging
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin
 
+from ._charset import legacy_chinese
+from ._markdown import article_markdown, serialize
+from ._sniff import sniff
 from .warc import WarcLocation, read_payload
 
-__all__ = ["Extraction", "count_words", "decode_html", "extract", "extract_capture"]
+__all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
 
 MIN_WORDS = 30  # fewer than this and a page has no article to read
 
@@ -24,12 +26,9 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+_WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
-_LAZY_IMG = re.compile(r"<img\b[^>]*>", re.I)
-_LAZY_ATTR = re.compile(r"""\sdata-(?:src|original|actualsrc|lazy-src)\s*=\s*("[^"]*"|'[^']*')""", re.I)
-_SRC_ATTR = re.compile(r"""\ssrc\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.I)
-_IMAGE_EXT = re.compile(r"\.(avif|bmp|gif|ico|jpe?g|png|svg|tiff?|webp)([?#][^/]*)?$", re.I)
-_MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
 
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
 
@@ -47,6 +46,37 @@ def _widen_regex_cache(size: int = 10_000) -> None:
 
 
 _widen_regex_cache()
+
+DATE_LANGUAGES = ["en", "zh", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "nl"]
+
+
+def _narrow_date_parser() -> None:
+    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of
+    its ~200 locales applicable, and dateparser then tests each locale on each string:
+    more than half of all extraction time. Limited to the languages of the pages we read,
+    the dates found on 230 corpus pages are the same (bench/RESULTS.md) at a fraction of
+    the cost. Numeric and ISO dates never reach dateparser."""
+    try:
+        from functools import lru_cache
+
+        import htmldate.extractors as extractors
+
+        default = extractors.get_external_parser
+
+        @lru_cache(maxsize=None)
+        def narrowed():
+            from dateparser import DateDataParser
+
+            parser = default()
+            settings = getattr(parser, "_settings", None)  # htmldate's own settings, kept
+            return DateDataParser(languages=DATE_LANGUAGES, settings=settings) if settings else parser
+
+        extractors.get_external_parser = narrowed
+    except (ImportError, AttributeError):
+        pass
+
+
+_narrow_date_parser()
 
 
 @dataclass
@@ -78,7 +108,7 @@ def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str) -
 
 
 def extract(body: bytes, url: str, content_type: str | None = None) -> Extraction:
-    kind = _kind(body, content_type)
+    kind = sniff(body, content_type)
     if kind == "pdf":
         return _extract_pdf(body)
     if kind == "text":
@@ -93,8 +123,10 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
     """Decode without mojibake: UTF-8 if valid, else the declared charset, else detection.
 
     Headers and <meta charset> are often wrong (UTF-8 bytes labelled gb2312,
-    GBK bytes labelled UTF-8), so a declaration only counts if it decodes
-    the bytes cleanly. GB2312 and GBK are read as their superset GB18030.
+    GBK bytes labelled UTF-8, a server's default ISO-8859-1 on a GB2312 page), so a
+    declaration only counts if it decodes the bytes cleanly, and a Western
+    single-byte one (which decodes anything) yields to bytes that read as
+    Chinese. GB2312 and GBK are read as their superset GB18030.
     """
     try:
         return body.decode("utf-8")
@@ -108,6 +140,16 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
         declared.append(match[1].decode("ascii", "ignore").lower())
     for charset in declared:
         charset = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}.get(charset, charset)
+        if charset.replace("_", "-") in _WESTERN:
+            continue
+        try:
+            return body.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    chinese = legacy_chinese(body)
+    if chinese is not None:
+        return chinese
+    for charset in declared:
         try:
             return body.decode(charset)
         except (LookupError, UnicodeDecodeError):
@@ -122,39 +164,37 @@ def count_words(text: str) -> int:
     return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
 
 
-def _kind(body: bytes, content_type: str | None) -> str:
-    ctype = (content_type or "").lower()
-    if "pdf" in ctype or body[:5] == b"%PDF-":
-        return "pdf"
-    if any(t in ctype for t in ("html", "xml")):
-        return "html"
-    if ctype.startswith("text/plain"):
-        return "text"
-    if not ctype:
-        head = body[:1024].lstrip().lower()
-        return "html" if head.startswith((b"<!doctype", b"<html", b"<?xml", b"<head", b"<body")) else "other"
-    return "other"
-
-
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
-    from trafilatura import bare_extraction, extract_metadata
-    from trafilatura.core import determine_returnstring
-    from trafilatura.settings import Extractor
-    from trafilatura.xml import xmltotxt
+    """`text` and metadata are trafilatura's default extraction; `markdown` adds links,
+    emphasis and images to that same article.
 
-    html = _unlazy_images(decode_html(body, content_type))
-    options = Extractor(
-        output_format="markdown", formatting=True, links=True, images=True, tables=True, comments=False, with_metadata=True, url=url
-    )
-    try:
-        document = bare_extraction(html, url=url, options=options)
-    except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
-        document = None
+    trafilatura's own options for links, formatting and images change which blocks it
+    takes for the article (link-heavy teasers, figure blocks, a spacing loss next to
+    links), and measured against hand-marked pages its default choice is the cleanest
+    (bench/quality.py). So the text comes from the default choice, and the Markdown
+    from a second, fast pass with links and formatting on, in which each <img> has left a
+    small marker; that pass is kept only when it holds the same article as the text,
+    otherwise the Markdown is the text's own tree with its headings, lists, tables and
+    code. The page is parsed once, and metadata (the costly part) found once.
+    """
+    from trafilatura import bare_extraction, extract_metadata
+    from trafilatura.settings import Extractor
+    from trafilatura.utils import load_html
+
+    html = decode_html(body, content_type)
+    tree = load_html(html)
+    document = None
+    if tree is not None:
+        options = Extractor(tables=True, comments=True, with_metadata=True, url=url)  # trafilatura's defaults
+        try:
+            document = bare_extraction(tree, url=url, options=options)  # works on a copy of the tree
+        except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
+            document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
     if not has_text:
         meta = None
         try:
-            meta = extract_metadata(html, default_url=url)
+            meta = extract_metadata(tree if tree is not None else html, default_url=url)
         except Exception:  # noqa: BLE001
             pass
         return Extraction(
@@ -165,9 +205,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    options.with_metadata = False
-    markdown = determine_returnstring(document, options).strip()
-    text = xmltotxt(document.body, False).strip()
+    article = serialize([document.body], markdown=False)
+    text = "\n".join(filter(None, [article, serialize([document.commentsbody], markdown=False)]))
+    markdown, images = article_markdown(tree, html, url, article)
+    markdown = "\n".join(filter(None, [markdown or serialize([document.body], markdown=True), serialize([document.commentsbody], markdown=True)]))
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
@@ -181,7 +222,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
         text=text,
         markdown=markdown,
-        images=_images(markdown, url),
+        images=images,
     )
     return _finish(result)
 
@@ -211,46 +252,21 @@ def _extract_pdf(body: bytes) -> Extraction:
     return _finish(result)
 
 
+def clean_text(value: str | None) -> str | None:
+    """Drop terminal control characters (an archived page must not drive the reader's
+    terminal); keep newlines and tabs, and make every line break a newline."""
+    if value is None:
+        return None
+    return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def _finish(result: Extraction) -> Extraction:
+    for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
+        setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
     if result.word_count < MIN_WORDS:
         result.status = "no_text"
     return result
-
-
-def _unlazy_images(html: str) -> str:
-    """WeChat and zhihu keep the real image in data-src / data-original.
-
-    trafilatura keeps only images whose URL ends like an image file, so an
-    extension-less URL (WeChat's `.../640?wx_fmt=png`) gets a `#.png`
-    fragment, which no server ever sees.
-    """
-
-    def fix(match: re.Match) -> str:
-        tag = match[0]
-        lazy = _LAZY_ATTR.search(tag)
-        if lazy:
-            tag = _SRC_ATTR.sub(" data-placeholder-src=\\1", tag, count=1)
-            tag = tag.replace(lazy[0], f" src={lazy[1]}", 1)
-        src = _SRC_ATTR.search(tag)
-        if src:
-            url = src[1].strip("\"'")
-            if url.startswith(("http", "/")) and "#" not in url and not _IMAGE_EXT.search(url):
-                fmt = re.search(r"wx_fmt=(\w+)", url)
-                ext = {"jpeg": "jpg"}.get(fmt[1], fmt[1]) if fmt else "jpg"
-                tag = tag.replace(src[0], f' src="{url}#.{ext}"', 1)
-        return tag
-
-    return _LAZY_IMG.sub(fix, html)
-
-
-def _images(markdown: str, base: str) -> list[str]:
-    found = []
-    for src in _MD_IMAGE.findall(markdown):
-        absolute = urldefrag(urljoin(base, src)).url
-        if absolute.startswith(("http://", "https://")) and absolute not in found:
-            found.append(absolute)
-    return found
 
 
 def _language(html: str, text: str) -> str | None:

@@ -300,10 +300,22 @@ def _snippet(text: str, words: list[str], width: int = 60) -> str | None:
     return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
 
 
+_MD_IMAGE = re.compile(r"!\[([^\]\x02\x03]*)\]\([^)\s]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\((?:https?:|/|\.|#)[^)\s]*\)")
+# a window cut inside a link or image: "…p.jpg) text" at the start, "text [word](http://…" at the end
+_CUT_TARGET_START = re.compile(r"^(…?)[^\s()\[\]]*(?:/|\.(?:jpe?g|png|gif|webp|svg|s?html?|php|aspx?))[^\s()\[\]]*\)", re.I)
+_CUT_TARGET_END = re.compile(r"(!?\[[^\]]*)?\]\([^)]*$|!\[[^\]]*$")
+_CONTROL = re.compile(r"[\x00-\x01\x04-\x08\x0b-\x1f\x7f-\x9f]")  # \x02 and \x03 are our marks
+
+
 def _clean_snippet(snippet: str) -> str:
+    """Plain text. An archive extracted before `text` was plain has Markdown links and
+    images in it until `mirror reindex`: their words stay, their syntax and URLs go."""
     text = desegment(snippet)
     text = text.replace(_MARK_END + _MARK_START, "")  # one mark per matched phrase
-    return re.sub(r"\s+", " ", text).strip()
+    text = _MD_LINK.sub(r"\1", _MD_IMAGE.sub("", text))
+    text = _CUT_TARGET_END.sub(lambda m: (m[1] or "").lstrip("![") + "…", _CUT_TARGET_START.sub(r"\1", text))
+    return re.sub(r"\s+", " ", _CONTROL.sub("", text)).strip()
 
 
 def index_insert(page_id: int, row: dict) -> tuple[str, list]:

@@ -1,0 +1,75 @@
+"""Extraction CPU per page: mirror now, mirror at an older commit, and trafilatura's default `extract()`.
+
+The three run interleaved, page by page, in one process, so a machine whose speed drifts
+(a shared VM) slows them alike. The older `mirror.extract` is read from git and loaded as
+its own module; it gets dateparser with all its locales, as it had them.
+
+    python bench/extract_cost.py --against f5c953a [--pages 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _measure import report
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("MIRROR_CORPUS") or ROOT.parent / "shared" / "corpus")
+
+
+def load_old_extract(ref: str):
+    source = subprocess.run(["git", "show", f"{ref}:src/mirror/extract.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "old_extract.py"
+    path.write_text(source.replace("from .", "from mirror."), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("old_extract", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["old_extract"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.extract
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", required=True, help="the git commit whose extraction to compare with")
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    args = parser.parse_args()
+
+    import htmldate.extractors as dates
+
+    every_locale = dates.get_external_parser
+    old = load_old_extract(args.against)
+    import trafilatura
+
+    from mirror.extract import extract as new
+
+    narrowed = dates.get_external_parser  # mirror.extract narrows it on import
+    files = sorted(CORPUS.glob("dragnet/input/*.html"))[200:] + sorted(CORPUS.glob("readability/test-pages/*/source.html"))
+    step = max(1, len(files) // args.pages)
+    bodies = [f.read_bytes() for f in files[::step]][: args.pages]
+    if not bodies:
+        sys.exit(f"no corpus pages found in {CORPUS} (set MIRROR_CORPUS)")
+    url = "http://127.0.0.1/page.html"
+    spent = {"before": 0.0, "now": 0.0, "trafilatura": 0.0}
+    runs = {"before": (old, every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
+    for index, body in enumerate(bodies):
+        for name, (function, date_parser) in runs.items():
+            dates.get_external_parser = date_parser
+            start = time.process_time()
+            function(body, url, "text/html") if function else trafilatura.extract(body, url=url)
+            if index >= 3:  # the first pages pay one-time compiles
+                spent[name] += time.process_time() - start
+    counted = len(bodies) - 3
+    rows = [(f"extraction CPU ms/page ({name}, {counted} pages)", f"{1000 * value / counted:.1f}") for name, value in spent.items()]
+    report(f"extraction cost against {args.against}", rows, args.record)
+
+
+if __name__ == "__main__":
+    main()
