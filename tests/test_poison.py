@@ -95,3 +95,22 @@ def test_hostile_header_values_do_not_end_the_run(tmp_path, web):
     odd = web.add("/odd-headers", article("odd"), **{"Content-Type": "text/html; charset=no-such-charset", "Retry-After": "Wed, 99 Foo"})
     db, _ = fetch_urls(tmp_path, [odd])
     assert page(db, odd)["status"] in ("archived", "no_text")
+
+
+@pytest.mark.parametrize("charset", ["idna", "punycode", "unicode-escape", "rot13", "base64"])
+def test_a_hostile_charset_fails_nothing_but_its_own_page(tmp_path, web, charset):
+    """`charset=idna` made the codec raise on every response read (page, 404, stylesheet)."""
+    body = "<html><body><article><h1>Caf\xe9</h1><p>{}</p></article></body></html>".format("Plain words here. " * 40)
+    css = web.add(f"/{charset}.css", b"body { color: red } /* \xe9 */", content_type=f"text/css; charset={charset}")
+    page_html = body.replace("<html>", f'<html><head><link rel="stylesheet" href="{css}"></head>').encode("latin-1")
+    bad = web.add(f"/charset/{charset}", page_html, content_type=f"text/html; charset={charset}")
+    missing = web.add(f"/missing/{charset}", b"\xff\xfe not here", content_type=f"text/plain; charset={charset}", status=404)
+    first = run_mirror("fetch", bad, missing, "--delay", "0", "--browser", "never", cwd=tmp_path)
+    second = run_mirror("fetch", web.url("/article/next"), "--delay", "0", "--browser", "never", cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "Traceback" not in first.stderr + second.stderr
+    with Archive(tmp_path / "archive") as archive:
+        rows = {r["url"]: r for r in archive.db.query("select url, status, error, text from pages")}
+    assert rows[bad]["status"] == "archived" and "Café" in rows[bad]["text"]  # read as UTF-8 failing that, Latin-1-ish
+    assert rows[missing]["status"] == "failed" and rows[missing]["error"] == "http_404"
+    assert rows[web.url("/article/next")]["status"] == "archived"

@@ -31,6 +31,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ._blocked import HINT, blocked_reason
+from ._text import decode
 from .warc import PAGE_HEADER, Capture, CaptureWriter, WarcLocation
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
@@ -600,8 +601,5 @@ def is_htmlish(content_type: str | None) -> bool:
 
 
 def _decode_head(head: bytes, response: httpx.Response) -> str:
-    charset = response.charset_encoding or "utf-8"
-    try:
-        return head.decode(charset, errors="replace")
-    except LookupError:
-        return head.decode("utf-8", errors="replace")
+    text = decode(head, response.charset_encoding, errors="replace")
+    return head.decode("utf-8", errors="replace") if text is None else text

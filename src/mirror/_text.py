@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 
-__all__ = ["strip_controls"]
+__all__ = ["decode", "strip_controls"]
 
 # C0 controls but tab and newline, DEL and C1: ESC starts terminal sequences
 # (OSC 0 sets the window title, OSC 52 writes the clipboard), CR overwrites a line.
@@ -25,3 +26,25 @@ def _pattern(keep: str) -> re.Pattern:
     if not keep:
         return re.compile(f"[{_CONTROL_CHARS}]")
     return re.compile(f"(?![{re.escape(keep)}])[{_CONTROL_CHARS}]")
+
+
+# Codecs Python knows that no web page is written in; some raise on any input
+# (idna refuses errors="replace", punycode fails on any byte above 127).
+_NOT_CHARSETS = frozenset({"idna", "punycode", "unicode-escape", "raw-unicode-escape"})
+
+
+def decode(data: bytes, charset: str | None, errors: str = "strict") -> str | None:
+    """`data` read as `charset`, or None: an unknown name, a codec that is not a text
+    encoding, or bytes it cannot read. A charset comes from a hostile server; it never raises."""
+    if not charset:
+        return None
+    try:
+        info = codecs.lookup(charset.strip())
+    except (LookupError, ValueError, TypeError):
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        return None
+    try:
+        return data.decode(info.name, errors)
+    except (UnicodeError, ValueError, LookupError):
+        return None

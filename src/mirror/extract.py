@@ -16,6 +16,7 @@ from pathlib import Path
 from ._charset import legacy_chinese
 from ._markdown import article_markdown, serialize
 from ._sniff import sniff
+from ._text import decode
 from .warc import WarcLocation, read_payload
 
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
@@ -142,18 +143,16 @@ def decode_html(body: bytes, content_type: str | None = None) -> str:
         charset = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}.get(charset, charset)
         if charset.replace("_", "-") in _WESTERN:
             continue
-        try:
-            return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
-            continue
+        text = decode(body, charset)
+        if text is not None:
+            return text
     chinese = legacy_chinese(body)
     if chinese is not None:
         return chinese
     for charset in declared:
-        try:
-            return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
-            continue
+        text = decode(body, charset)
+        if text is not None:
+            return text
     from trafilatura.utils import decode_file
 
     return decode_file(body)

@@ -17,6 +17,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import tinycss2
 
 from . import warc
+from ._text import decode
 from .extract import decode_html
 
 if TYPE_CHECKING:
@@ -191,7 +192,5 @@ def decode_css(body: bytes, content_type: str | None) -> str:
         charset = content_type.lower().split("charset=", 1)[1].split(";")[0].strip(" \"'")
     elif body.startswith(b'@charset "'):
         charset = body[10:].split(b'"', 1)[0].decode("ascii", "replace")
-    try:
-        return body.decode(charset or "utf-8", "replace")
-    except LookupError:
-        return body.decode("utf-8", "replace")
+    text = decode(body, charset, "replace")
+    return body.decode("utf-8", "replace") if text is None else text
