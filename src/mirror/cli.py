@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
@@ -24,8 +25,9 @@ app = typer.Typer(
     add_completion=False,
     help="Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.",
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# no emoji codes either: ":x:" in a hostile title or a cookies file's line stays text
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 ArchiveDir = Annotated[
     Path,
@@ -43,6 +45,12 @@ Sources = Annotated[
 
 
 def main() -> None:
+    for number, arg in enumerate(sys.argv[1:], 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8 reach us as lone surrogates
+            err.print(f"[bold red]error:[/] argument {number} is not valid UTF-8: {safe(arg.encode('utf-8', 'backslashreplace').decode())}")
+            raise SystemExit(2) from None
     app()
 
 
@@ -117,6 +125,8 @@ def links(
         f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / 'mirror.db')}"
     )
 
+
+_BAD_IN_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")  # CR and LF would start another header
 
 TABLE_ROWS = 300  # more links than this: a summary per seed (drawing a huge table takes minutes)
 
@@ -207,7 +217,11 @@ def fetch(
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
             fail(f"--header {item!r}: expected 'Name: value'", code=2)
+        if _BAD_IN_HEADER.search(item):
+            fail(f"--header {item!r}: a header cannot hold line breaks or control characters", code=2)
         headers[name.strip()] = value.strip()
+    if user_agent is not None and _BAD_IN_HEADER.search(user_agent):
+        fail(f"--user-agent {user_agent!r}: a header cannot hold line breaks or control characters", code=2)
     from .browser import BrowserMode, find_chromium, resolve
 
     if browser not in set(BrowserMode):
@@ -388,8 +402,14 @@ def serve(
     db_path = archive / "mirror.db"
     if not db_path.is_file():
         fail(f"{db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
-    with Archive(archive):  # brings an older database up to the current schema
-        pass
+    try:
+        with Archive(archive):  # brings an older database up to the current schema
+            pass
+    except ArchiveError as exc:
+        fail(str(exc))
+    except STORAGE_ERRORS as exc:
+        storage_failure(archive, exc)
+    _check_port_free(host, port)
     datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
     app_ = datasette.app()
     if is_loopback_address(host):  # DNS rebinding: a web page must not reach this server
@@ -402,3 +422,20 @@ def serve(
         uvicorn.run(app_, host=host, port=port, log_level="warning")
     except OSError as exc:
         fail(f"cannot listen on {host}:{port} ({exc.strerror})")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """uvicorn logs a bind error and exits 3; say it our way before starting."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})", code=2)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

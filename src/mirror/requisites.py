@@ -28,6 +28,9 @@ __all__ = ["MAX_REQUISITES", "capture_page", "captured_css", "css_references", "
 MAX_REQUISITES = 60  # per page: a stylesheet maze never holds up the run
 
 
+# A real site's stylesheet is far smaller; a bigger one is archived but not parsed or rewritten.
+MAX_CSS_BYTES = 2 * 1024 * 1024
+
 def web_url(url: str, base: str) -> str | None:
     """Absolute http(s) URL without fragment, or None (data:, javascript:, garbage)."""
     try:
@@ -50,10 +53,18 @@ def _walk(tokens, visit: Callable) -> None:
 def _references(tokens) -> list[tuple[list, int, str]]:
     """(token list, index, url) of every `url(…)` and `@import "…"` in parsed CSS."""
     found = []
+    names = set()  # tokens of @namespace rules: a namespace is a name, never fetched
 
     def visit(tokens, index) -> None:
         token = tokens[index]
-        if token.type == "url":
+        if id(token) in names:
+            return
+        if token.type == "at-keyword" and token.lower_value == "namespace":
+            for following in tokens[index + 1 :]:
+                if following.type == "literal" and following.value == ";":
+                    break
+                names.add(id(following))
+        elif token.type == "url":
             found.append((tokens, index, token.value))
         elif token.type == "function" and token.lower_name == "url":
             strings = [t for t in token.arguments if t.type == "string"]
@@ -177,6 +188,8 @@ def captured_css(folder, db, url: str) -> str | None:
     if row is None or not is_css(row[3], url):
         return None
     _, body = warc.read_payload(folder, warc.WarcLocation(row[0], row[1], row[2]))
+    if len(body) > MAX_CSS_BYTES:  # parsing costs seconds per megabyte: kept, not followed
+        return None
     return decode_css(body, row[3])
 
 

@@ -10,6 +10,8 @@ metadata tables, table options into its configuration, canned queries through
 
 from __future__ import annotations
 
+import copy
+
 import sqlite3
 
 from datasette import hookimpl
@@ -42,8 +44,9 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
 
 @hookimpl
 def get_metadata(datasette, key, database, table):
-    """datasette 0.65: our metadata; datasette merges the user's own on top."""
-    return METADATA
+    """datasette 0.65: our metadata; datasette merges the user's own on top, into the
+    dict we return, so each call gets a copy (else one instance's `allow` leaks into all)."""
+    return copy.deepcopy(METADATA)
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from datasette import Response
 
 from ..requisites import web_url
-from .views import _archive, _views
+from .views import _archive, _views, reader_csp
 
 PER_PAGE = 200
 RECENT = 10
@@ -21,10 +21,10 @@ STATUSES = ("archived", "no_text", "failed", "pending", "skipped")  # the pages.
 
 @_views
 async def home_view(datasette, request):
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     seed = request.args.get("seed") or None
     try:
-        page = max(1, int(request.args.get("page", "1")))
+        page = min(max(1, int(request.args.get("page", "1"))), 2**40)  # larger does not fit SQLite
     except ValueError:
         page = 1
     counts = {row["status"]: row["n"] for row in await db.execute("select status, count(*) as n from pages group by status")}
@@ -68,7 +68,7 @@ async def home_view(datasette, request):
         "next_url": page_url(page + 1) if page < pages_count else None,
         "seed_url": lambda name: datasette.urls.path("/") + "?" + urlencode({"seed": name}),
     }
-    return Response.html(await datasette.render_template("mirror_home.html", context, request=request))
+    return Response.html(await datasette.render_template("mirror_home.html", context, request=request), headers={"Content-Security-Policy": reader_csp()})
 
 
 def _entry(datasette, row: dict) -> dict:

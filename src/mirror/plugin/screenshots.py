@@ -15,7 +15,7 @@ HEADERS = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-
 
 @_views
 async def screenshot_view(datasette, request):
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     full = request.args.get("full") == "1"
     row = (
         await db.execute(

@@ -19,12 +19,15 @@ from datasette.utils.asgi import Request
 
 from ..search import FTS_TABLE, WEIGHTS, build_match
 from ..store import FACETS_INDEX
+from ._permissions import can_read_archive
+from .views import reader_csp
 
 TABLE = "pages"
 FACETS = ("host", "status", "seeds", "sections", "language")  # as configured on the table
 ARRAY_FACETS = {"seeds", "sections"}
 FACET_SIZE = 30
 SHOWN = ("title", "sitename", "date", "status", "language", "host", "url")  # the HTML table's columns
+MAX_OFFSET = 2**62  # beyond any table; larger numbers do not fit SQLite's integers
 PASSIVE = {"_search", "_size", "_next", "_shape", "_col", "_nocol", "_extra", "_facet", "_labels", "_json", "_nofacet", "_nocount"}
 
 
@@ -58,13 +61,15 @@ async def _maybe_answer(datasette, scope) -> Response | None:
     filters = _filters(args)
     if filters is None or not await db.table_exists(FTS_TABLE):
         return None
+    if not await can_read_archive(datasette, await _actor(datasette, scope), parts[0]):
+        return None  # datasette's table view answers with its 403
     request = _Args(args)
     query = request.get("_search") or ""
     most = datasette.setting("max_returned_rows")
     try:
         size = request.get("_size") or datasette.setting("default_page_size")
-        size = most if size == "max" else min(max(int(size), 0), most)
-        offset = max(int(request.get("_next") or 0), 0)
+        size = most if size == "max" else min(max(int(size), 1), most)  # 0 would page forever
+        offset = min(max(int(request.get("_next") or 0), 0), MAX_OFFSET)
     except ValueError:
         return Response.text("_size must be a number or max, _next a number", status=400)
     columns = await db.table_columns(TABLE)
@@ -89,7 +94,7 @@ async def _maybe_answer(datasette, scope) -> Response | None:
         "hidden": [(k, v) for k, v in args if k not in ("_search", "_next")],
     }
     html = await datasette.render_template("mirror_table_search.html", context, request=Request({**scope, "csrftoken": lambda: ""}, None))
-    return Response.html(html)
+    return Response.html(html, headers={"Content-Security-Policy": reader_csp()})
 
 
 class _Args:
@@ -147,7 +152,7 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
         count += n
         for facet, value in zip(FACETS, values):
             if facet in ARRAY_FACETS:
-                for item in json.loads(value or "[]"):
+                for item in _json_list(value):
                     facets[facet][item] += n
             else:
                 facets[facet][value] += n
@@ -237,3 +242,26 @@ def _is_v0() -> bool:
 
 def _display(datasette, row: dict) -> dict:
     return {**{c: row.get(c) for c in SHOWN}, "reader": datasette.urls.path(f"/-/mirror/page/{row['id']}")}
+
+
+async def _actor(datasette, scope) -> dict | None:
+    """The actor datasette will see for this request: its router resolves it after
+    this wrapper has run, so ask the same `actor_from_request` hooks."""
+    from datasette.plugins import pm
+    from datasette.utils import await_me_maybe
+
+    request = Request(scope, None)
+    for actor in pm.hook.actor_from_request(datasette=datasette, request=request):
+        actor = await await_me_maybe(actor)
+        if actor:
+            return actor
+    return scope.get("actor") or None
+
+
+def _json_list(value: str | None) -> list:
+    """A JSON array column as written by mirror; anything else (a hand-edited row) is empty."""
+    try:
+        items = json.loads(value or "[]")
+    except ValueError:
+        return []
+    return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []

@@ -5,6 +5,10 @@ Everything is served from the archive; nothing here touches the network.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import functools
+import hashlib
 import html
 import re
 from pathlib import Path
@@ -16,14 +20,27 @@ from datasette import Response
 from markdown_it import MarkdownIt
 
 from ..extract import decode_html
+from ..requisites import MAX_CSS_BYTES
 from ..search import SearchError, parse_limit, search
 from ..warc import WarcError, WarcLocation, read_payload
+from ._permissions import can_read_archive
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
 # Our own pages: scripts only from files datasette serves, never inline.
-READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; base-uri 'none'"
+READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'{known}; object-src 'none'; base-uri 'none'"
+
+
+@functools.cache
+def reader_csp() -> str:
+    """READER_CSP, allowing by its hash the one inline line datasette 1.0's base.html
+    writes (`window.datasetteVersion = '…';`) and nothing else inline."""
+    from datasette.version import __version__
+
+    line = f"window.datasetteVersion = '{__version__}';"
+    digest = base64.b64encode(hashlib.sha256(line.encode()).digest()).decode()
+    return READER_CSP.format(known=f" 'sha256-{digest}'")
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 # Parse every link, whatever its scheme: nh3 then drops hrefs that are not
 # http(s) and keeps the words (markdown-it would leave "[words](javascript:…)").
@@ -42,6 +59,10 @@ class _BadRequest(Exception):
     """Answered as a 400 page saying what to change."""
 
 
+class _Forbidden(Exception):
+    """Answered as a 403 page: datasette's permissions say no."""
+
+
 def _views(view):
     async def wrapped(datasette, request):
         try:
@@ -50,6 +71,8 @@ def _views(view):
             return await _error_page(datasette, request, str(exc), "Not found", 404)
         except _BadRequest as exc:
             return await _error_page(datasette, request, str(exc), "Bad request", 400)
+        except _Forbidden as exc:
+            return await _error_page(datasette, request, str(exc), "Forbidden", 403)
 
     wrapped.__name__ = view.__name__
     return wrapped
@@ -78,19 +101,22 @@ def web_url(url: str | None) -> str | None:
     return url if sep and scheme.lower() in _WEB_SCHEMES else None
 
 
-async def _archive(datasette):
-    """The mirror database (named `mirror`, or the first with a pages table)."""
+async def _archive(datasette, request):
+    """The mirror database (named `mirror`, or the first with a pages table), if the
+    actor may read it (datasette's permissions)."""
     for name, db in datasette.databases.items():
         if name == "_internal" or db.path is None:
             continue
         if name == "mirror" or await db.table_exists("pages"):
+            if not await can_read_archive(datasette, request.actor, name):
+                raise _Forbidden("you may not read this archive")
             return db
     raise _Missing("no mirror archive is attached to this datasette")
 
 
 @_views
 async def search_view(datasette, request):
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     query = request.args.get("q", "")
     try:
         limit = parse_limit(request.args.get("limit"), default=50)
@@ -114,13 +140,13 @@ async def search_view(datasette, request):
         row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
     return Response.html(
         await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
-        headers={"Content-Security-Policy": READER_CSP},
+        headers={"Content-Security-Policy": reader_csp()},
     )
 
 
 @_views
 async def reader_view(datasette, request):
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     page_id = _page_id(request)
     page = (await db.execute("select * from pages where id = ?", [page_id])).first()
     if page is None:
@@ -151,13 +177,13 @@ async def reader_view(datasette, request):
         "screenshot": datasette.urls.path(f"/-/mirror/screenshot/{page_id}") if page.get("screenshot_warc_file") else None,
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
-    return Response.html(body, headers={"Content-Security-Policy": READER_CSP})
+    return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
 
 
 @_views
 async def snapshot_view(datasette, request):
     """The captured page itself, defused and sandboxed."""
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     page_id = _page_id(request)
     page = (await db.execute("select * from pages where id = ?", [page_id])).first()
     if page is None or not page["warc_file"]:
@@ -178,14 +204,16 @@ async def snapshot_view(datasette, request):
         disposition = {"Content-Disposition": f'attachment; filename="mirror-page-{page_id}"'}
         return Response(body, content_type="application/octet-stream", headers=security | disposition)
     archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
-    cleaned = defuse_html(decode_html(body, content_type), page["final_url"] or page["url"], archived, datasette)
+    base = page["final_url"] or page["url"]
+    # parsing a big hostile page takes a while: never on the event loop that serves everyone
+    cleaned = await asyncio.to_thread(lambda: defuse_html(decode_html(body, content_type), base, archived, datasette))
     return Response.html(cleaned, headers=security)
 
 
 @_views
 async def resource_view(datasette, request):
     """An archived image, by its original URL."""
-    db = await _archive(datasette)
+    db = await _archive(datasette, request)
     url = request.args.get("url", "")
     row = (
         await db.execute(
@@ -200,8 +228,11 @@ async def resource_view(datasette, request):
     content_type = row["content_type"] or "application/octet-stream"
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
+        if len(body) > MAX_CSS_BYTES:  # rewriting costs seconds per megabyte
+            return Response(f"/* not served: {len(body)} bytes of CSS */", content_type="text/css; charset=utf-8", headers=headers)
         archived = await _archived_urls(db)
-        css = serve_css(body, content_type, url, lambda u: _resource_path(datasette, u) if u in archived else None)
+        local = lambda u: _resource_path(datasette, u) if u in archived else None  # noqa: E731
+        css = await asyncio.to_thread(serve_css, body, content_type, url, local)
         return Response(css, content_type="text/css; charset=utf-8", headers=headers)
     if is_font(content_type, url):  # fonts load in CORS mode, and a sandboxed snapshot's origin is opaque
         return Response(body, content_type=content_type, headers={**headers, "Access-Control-Allow-Origin": "*"})
@@ -256,6 +287,9 @@ def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
     return _IMG.sub(local_image, cleaned)
 
 
+_LOADING_ATTRIBUTES = frozenset({"srcset", "poster", "background", "lowsrc", "dynsrc", "ping", "imagesrcset"})
+
+
 def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
     """Remove scripts, event handlers, javascript: links, refreshes and embeds; local images."""
     import lxml.html
@@ -275,6 +309,13 @@ def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
     apply_styles(tree, styles, base, lambda url: _resource_path(datasette, url) if url in archived else None)
     for element in tree.iter("base"):
         element.drop_tree()
+    for element in tree.iter():  # other ways to load from the network; the CSP blocks them too
+        for attribute in _LOADING_ATTRIBUTES & set(element.attrib):
+            del element.attrib[attribute]
+        if element.tag in ("img", "image", "use", "feimage") or element.get("type", "").lower() == "image":
+            # an <img>'s src is settled below: archived, or none
+            for attribute in [a for a in element.attrib if a.endswith("href") or (a == "src" and element.tag != "img")]:
+                del element.attrib[attribute]
     for img in tree.iter("img"):
         lazy = img.get("data-src") or img.get("data-original") or img.get("data-actualsrc")
         src = urldefrag(urljoin(base, lazy or img.get("src") or "")).url
