@@ -11,7 +11,6 @@ import base64
 import hashlib
 import socket
 import sqlite3
-from pathlib import Path
 
 import pytest
 import sqlite_utils
@@ -21,20 +20,10 @@ from datasette.version import __version__ as datasette_version
 from mirror.plugin.views import MAX_CSS_BYTES, defuse_html
 from mirror.requisites import css_references
 
-from . import hostile_archive
 from .conftest import run_mirror
+from .test_hostile_input import archive, ds  # noqa: F401 - the same hostile archive, fixtures of this module too
 
 pytestmark = pytest.mark.hostile
-
-
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory) -> Path:
-    return hostile_archive.build(tmp_path_factory.mktemp("hostile-review"))
-
-
-@pytest.fixture(scope="module")
-def ds(archive):
-    return Datasette([str(archive / "mirror.db")])
 
 
 def get(ds: Datasette, path: str, **kwargs):
