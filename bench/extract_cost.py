@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,15 +25,28 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MIRROR_CORPUS") or ROOT.parent / "shared" / "corpus")
 
 
-def load_old_extract(ref: str):
-    source = subprocess.run(["git", "show", f"{ref}:src/mirror/extract.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp()) / "old_extract.py"
-    path.write_text(source.replace("from .", "from mirror."), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("old_extract", path)
+def _load_module(name: str, source: str):
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["old_extract"] = module  # dataclasses look their module up
+    sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
-    return module.extract
+    return module
+
+
+def load_old_extract(ref: str):
+    """`mirror.extract` as it was at `ref`, with the private helper modules (`._markdown`,
+    `._charset`, ...) of that commit too, since their insides change with it."""
+
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    source = show("src/mirror/extract.py")
+    for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
+        _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
+        source = source.replace(f"from .{helper} import", f"from old{helper} import")
+    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract
 
 
 def main() -> None:

@@ -25,10 +25,9 @@ _FROM_MARK_DIGITS = str.maketrans(_MARK_DIGITS, "0123456789")
 _IMAGE_MARK = re.compile(f"{_MARK_OPEN}([{_MARK_DIGITS}]+){_MARK_CLOSE}")
 
 
-
 def mark_images(tree, html: str) -> list[tuple[str, str]]:
     """Leave a marker after every <img> of `tree` (see `_mark_images`); the (source, alt)
-    of each, by marker number. None on a page whose text has marker characters itself."""
+    of each, by marker number. No markers on a page whose text has marker characters itself."""
     marked: list[tuple[str, str]] = []
     if _MARK_OPEN not in html:
         _mark_images(tree, marked)
@@ -38,14 +37,19 @@ def mark_images(tree, html: str) -> list[tuple[str, str]]:
 def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> tuple[str, str, list[str]]:
     """(text, Markdown, image URLs shown) of an article extracted with links and
     formatting on from a tree with image markers: the text without links, emphasis or
-    markers; the Markdown with them, the markers become images."""
+    markers; the Markdown with them, the markers become images. Takes the trees apart."""
+    from lxml.etree import strip_tags
+
     _space_links(body)
-    text = _IMAGE_MARK.sub("", serialize([body, comments], markdown=False))
     shown: list[str] = []
     markdown = _IMAGE_MARK.sub(
         lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), serialize([body], markdown=True)
     )
     tail = _IMAGE_MARK.sub("", serialize([comments], markdown=True))
+    for tree in (body, comments):  # the Markdown is written: unwrap in place rather than copy
+        if tree is not None:
+            strip_tags(tree, "ref", "hi")
+    text = _IMAGE_MARK.sub("", serialize([body, comments], markdown=False))
     return text, "\n".join(filter(None, [markdown, tail])), shown
 
 
