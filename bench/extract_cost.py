@@ -2,7 +2,7 @@
 
 The three run interleaved, page by page, in one process, so a machine whose speed drifts
 (a shared VM) slows them alike. The older `mirror.extract` is read from git and loaded as
-its own module; it gets dateparser with all its locales, as it had them.
+its own module; it gets dateparser with all its locales unless it narrowed them itself.
 
     python bench/extract_cost.py --against f5c953a [--pages 100]
 """
@@ -46,7 +46,7 @@ def load_old_extract(ref: str):
     for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
         _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
         source = source.replace(f"from .{helper} import", f"from old{helper} import")
-    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract
+    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract, "_narrow_date_parser" in source
 
 
 def main() -> None:
@@ -59,7 +59,7 @@ def main() -> None:
     import htmldate.extractors as dates
 
     every_locale = dates.get_external_parser
-    old = load_old_extract(args.against)
+    old, old_narrowed = load_old_extract(args.against)
     import trafilatura
 
     from mirror.extract import extract as new
@@ -72,7 +72,8 @@ def main() -> None:
         sys.exit(f"no corpus pages found in {CORPUS} (set MIRROR_CORPUS)")
     url = "http://127.0.0.1/page.html"
     spent = {"before": 0.0, "now": 0.0, "trafilatura": 0.0}
-    runs = {"before": (old, every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
+    # the older commit gets dateparser as it had it: every locale, unless it narrowed them too
+    runs = {"before": (old, narrowed if old_narrowed else every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
     for index, body in enumerate(bodies):
         for name, (function, date_parser) in runs.items():
             dates.get_external_parser = date_parser

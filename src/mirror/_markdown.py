@@ -40,6 +40,7 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
     markers; the Markdown with them, the markers become images. Takes the trees apart."""
     from lxml.etree import strip_tags
 
+    _resolve_links([body, comments], url)
     _space_links(body)
     shown: list[str] = []
     markdown = _IMAGE_MARK.sub(
@@ -51,6 +52,21 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
             strip_tags(tree, "ref", "hi")
     text = _IMAGE_MARK.sub("", serialize([body, comments], markdown=False))
     return text, "\n".join(filter(None, [markdown, tail])), shown
+
+
+def _resolve_links(trees: list, url: str) -> None:
+    """Make the article's link targets absolute as trafilatura would with the page URL
+    given (it would do so for every link of the page, most of which it then drops)."""
+    from trafilatura.utils import safe_base_url, safe_relative_url
+
+    base = url and safe_base_url(url)
+    if not base:
+        return
+    for tree in trees:
+        for ref in tree.iter("ref") if tree is not None else ():
+            target = ref.get("target")
+            if target:
+                ref.set("target", safe_relative_url(base, target) or target)
 
 
 def _space_links(tree) -> None:

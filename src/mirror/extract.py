@@ -183,15 +183,17 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
     tree = load_html(html)
     document = meta = None
     if tree is not None:
-        # trafilatura's defaults (tables, comments, fallbacks) plus links and formatting
-        options = Extractor(formatting=True, links=True, tables=True, comments=True, url=url, output_format="txt")
+        # trafilatura's defaults (tables, comments, fallbacks) plus links and formatting; no
+        # URL, so that it does not resolve every link of the page (`render_article` resolves
+        # those of the article): the URL serves nothing else once metadata is found
+        options = Extractor(formatting=True, links=True, tables=True, comments=True, output_format="txt")
         try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
             meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
         except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
             meta = None
         marked = mark_images(tree, html)
         try:
-            document = bare_extraction(tree, url=url, options=options)  # works on a copy of the tree
+            document = bare_extraction(tree, options=options)  # works on a copy of the tree
         except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
             document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
