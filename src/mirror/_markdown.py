@@ -41,7 +41,9 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
     from lxml.etree import strip_tags
 
     _resolve_links([body, comments], url)
-    _space_links(body)
+    for tree in (body, comments):
+        if tree is not None:
+            _space_links(tree)
     shown: list[str] = []
     markdown = _IMAGE_MARK.sub(
         lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), serialize([body], markdown=True)
