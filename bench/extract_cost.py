@@ -2,7 +2,7 @@
 
 The three run interleaved, page by page, in one process, so a machine whose speed drifts
 (a shared VM) slows them alike. The older `mirror.extract` is read from git and loaded as
-its own module; it gets dateparser with all its locales, as it had them.
+its own module; it gets dateparser with all its locales unless it narrowed them itself.
 
     python bench/extract_cost.py --against f5c953a [--pages 100]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,15 +25,28 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MIRROR_CORPUS") or ROOT.parent / "shared" / "corpus")
 
 
-def load_old_extract(ref: str):
-    source = subprocess.run(["git", "show", f"{ref}:src/mirror/extract.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp()) / "old_extract.py"
-    path.write_text(source.replace("from .", "from mirror."), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("old_extract", path)
+def _load_module(name: str, source: str):
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["old_extract"] = module  # dataclasses look their module up
+    sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
-    return module.extract
+    return module
+
+
+def load_old_extract(ref: str):
+    """`mirror.extract` as it was at `ref`, with the private helper modules (`._markdown`,
+    `._charset`, ...) of that commit too, since their insides change with it."""
+
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    source = show("src/mirror/extract.py")
+    for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
+        _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
+        source = source.replace(f"from .{helper} import", f"from old{helper} import")
+    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract, "_narrow_date_parser" in source
 
 
 def main() -> None:
@@ -45,7 +59,7 @@ def main() -> None:
     import htmldate.extractors as dates
 
     every_locale = dates.get_external_parser
-    old = load_old_extract(args.against)
+    old, old_narrowed = load_old_extract(args.against)
     import trafilatura
 
     from mirror.extract import extract as new
@@ -58,7 +72,8 @@ def main() -> None:
         sys.exit(f"no corpus pages found in {CORPUS} (set MIRROR_CORPUS)")
     url = "http://127.0.0.1/page.html"
     spent = {"before": 0.0, "now": 0.0, "trafilatura": 0.0}
-    runs = {"before": (old, every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
+    # the older commit gets dateparser as it had it: every locale, unless it narrowed them too
+    runs = {"before": (old, narrowed if old_narrowed else every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
     for index, body in enumerate(bodies):
         for name, (function, date_parser) in runs.items():
             dates.get_external_parser = date_parser

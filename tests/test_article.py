@@ -45,6 +45,19 @@ def test_text_is_plain_prose_and_markdown_keeps_links_and_images():
     assert "\x1b" not in result.markdown and "Home" not in result.text
 
 
+def test_relative_links_and_images_of_the_article_become_absolute():
+    page = (
+        LINKED_ARTICLE.format(control="")
+        .replace("http://beijing.qianlong.com/", "../city/beijing.html")
+        .replace("http://images.sohu.com/chat/p.jpg", "/img/p.jpg")
+    )
+    result = extract(page.encode(), "https://news.example.com/world/a.html", "text/html")
+    assert "[Beijing](https://news.example.com/city/beijing.html)" in result.markdown
+    assert "![](https://news.example.com/img/p.jpg)" in result.markdown
+    assert result.images == ["https://news.example.com/img/p.jpg"]
+    assert "Reporters in Beijing described" in result.text and "city/" not in result.text
+
+
 def test_search_snippets_of_a_linked_page_are_plain(tmp_path, web, cli):
     url = web.add("/linked", LINKED_ARTICLE.format(control="\x1b[2J").encode())
     db, _ = fetch(tmp_path, [url], images=False)

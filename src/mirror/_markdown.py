@@ -1,9 +1,9 @@
 """The article as Markdown for reading, and as plain text, from trafilatura's trees.
 
-The Markdown comes from a second, fast trafilatura pass with links and formatting on, in
-which every <img> of the page has left a small text marker (trafilatura's own `images`
-option would change which blocks it takes for the article); the markers that end up in
-the article become Markdown images.
+One trafilatura pass with links and formatting on gives both: every <img> of the page
+has left a small text marker in the tree (trafilatura's own `images` option would change
+which blocks it takes for the article); the markers that end up in the article become
+Markdown images, and the text drops links, emphasis and markers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urldefrag, urljoin
 
-__all__ = ["article_markdown", "serialize"]
+__all__ = ["mark_images", "render_article", "serialize"]
 
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
 _GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
@@ -25,37 +25,50 @@ _FROM_MARK_DIGITS = str.maketrans(_MARK_DIGITS, "0123456789")
 _IMAGE_MARK = re.compile(f"{_MARK_OPEN}([{_MARK_DIGITS}]+){_MARK_CLOSE}")
 
 
-SAME_ARTICLE = 0.9  # share of the Markdown's words that must be the text's, and of the text's in the Markdown
-
-
-def article_markdown(tree, html: str, url: str, text: str) -> tuple[str | None, list[str]]:
-    """The article (`text` without comments) as Markdown with links, emphasis and images,
-    and the image URLs it shows; (None, []) when the pass with links on takes a different
-    article."""
-    from trafilatura import bare_extraction
-    from trafilatura.settings import Extractor
-
+def mark_images(tree, html: str) -> list[tuple[str, str]]:
+    """Leave a marker after every <img> of `tree` (see `_mark_images`); the (source, alt)
+    of each, by marker number. No markers on a page whose text has marker characters itself."""
     marked: list[tuple[str, str]] = []
     if _MARK_OPEN not in html:
         _mark_images(tree, marked)
-    # comments on, so that trafilatura takes them out of the article as in the first pass;
-    # the comments shown are the first pass's, as in `text`
-    options = Extractor(formatting=True, links=True, tables=True, comments=True, fast=True, url=url)
-    try:
-        document = bare_extraction(tree, url=url, options=options)
-    except Exception:  # noqa: BLE001
-        return None, []
-    if document is None or document.body is None:
-        return None, []
-    parts = [document.body]
-    _space_links(document.body)
-    if not _same_article(_IMAGE_MARK.sub("", serialize(parts, markdown=False)), text):
-        return None, []
+    return marked
+
+
+def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> tuple[str, str, list[str]]:
+    """(text, Markdown, image URLs shown) of an article extracted with links and
+    formatting on from a tree with image markers: the text without links, emphasis or
+    markers; the Markdown with them, the markers become images. Takes the trees apart."""
+    from lxml.etree import strip_tags
+
+    _resolve_links([body, comments], url)
+    for tree in (body, comments):
+        if tree is not None:
+            _space_links(tree)
     shown: list[str] = []
     markdown = _IMAGE_MARK.sub(
-        lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), serialize(parts, markdown=True)
+        lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), serialize([body], markdown=True)
     )
-    return markdown, shown
+    tail = _IMAGE_MARK.sub("", serialize([comments], markdown=True))
+    for tree in (body, comments):  # the Markdown is written: unwrap in place rather than copy
+        if tree is not None:
+            strip_tags(tree, "ref", "hi")
+    text = _IMAGE_MARK.sub("", serialize([body, comments], markdown=False))
+    return text, "\n".join(filter(None, [markdown, tail])), shown
+
+
+def _resolve_links(trees: list, url: str) -> None:
+    """Make the article's link targets absolute as trafilatura would with the page URL
+    given (it would do so for every link of the page, most of which it then drops)."""
+    from trafilatura.utils import safe_base_url, safe_relative_url
+
+    base = url and safe_base_url(url)
+    if not base:
+        return
+    for tree in trees:
+        for ref in tree.iter("ref") if tree is not None else ():
+            target = ref.get("target")
+            if target:
+                ref.set("target", safe_relative_url(base, target) or target)
 
 
 def _space_links(tree) -> None:
@@ -71,15 +84,6 @@ def _space_links(tree) -> None:
                 ref.getparent().text = before + " "
         if ref.tail and ref.text and _GLUED.match(ref.text[-1] + ref.tail[0]):
             ref.tail = " " + ref.tail
-
-
-def _same_article(candidate: str, text: str) -> bool:
-    """Whether two renderings hold the same article: most words of each are in the other."""
-    from collections import Counter
-
-    ours, theirs = Counter(_WORD.findall(candidate)), Counter(_WORD.findall(text))
-    common = sum((ours & theirs).values())
-    return common >= SAME_ARTICLE * max(sum(ours.values()), 1) and common >= SAME_ARTICLE * max(sum(theirs.values()), 1)
 
 
 def serialize(trees: list, markdown: bool) -> str:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ._charset import legacy_chinese
-from ._markdown import article_markdown, serialize
+from ._markdown import mark_images, render_article, serialize
 from ._sniff import sniff
 from ._text import decode
 from .warc import WarcLocation, read_payload
@@ -164,38 +164,39 @@ def count_words(text: str) -> int:
 
 
 def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
-    """`text` and metadata are trafilatura's default extraction; `markdown` adds links,
-    emphasis and images to that same article.
+    """`text`, `markdown` and metadata from one trafilatura pass: its default content
+    choice (tables, comments, fallback extractors) with links and formatting kept.
 
-    trafilatura's own options for links, formatting and images change which blocks it
-    takes for the article (link-heavy teasers, figure blocks, a spacing loss next to
-    links), and measured against hand-marked pages its default choice is the cleanest
-    (bench/quality.py). So the text comes from the default choice, and the Markdown
-    from a second, fast pass with links and formatting on, in which each <img> has left a
-    small marker; that pass is kept only when it holds the same article as the text,
-    otherwise the Markdown is the text's own tree with its headings, lists, tables and
-    code. The page is parsed once, and metadata (the costly part) found once.
+    `text` is that article made plain (links and emphasis unwrapped, their words kept);
+    `markdown` keeps them, and the images the article holds, from a marker each <img> left
+    in the tree (trafilatura's own `images` option widens the article to figure blocks).
+    One pass instead of a plain one plus a Markdown one: on the corpus the text scores the
+    same against ground truth (bench/quality.py) at about two thirds of the CPU
+    (bench/extract_cost.py). Metadata is found on the tree before it is marked.
     """
     from trafilatura import bare_extraction, extract_metadata
-    from trafilatura.settings import Extractor
+    from trafilatura.settings import Document, Extractor
     from trafilatura.utils import load_html
 
     html = decode_html(body, content_type)
     tree = load_html(html)
-    document = None
+    document = meta = None
     if tree is not None:
-        options = Extractor(tables=True, comments=True, with_metadata=True, url=url)  # trafilatura's defaults
+        # trafilatura's defaults (tables, comments, fallbacks) plus links and formatting; no
+        # URL, so that it does not resolve every link of the page (`render_article` resolves
+        # those of the article): the URL serves nothing else once metadata is found
+        options = Extractor(formatting=True, links=True, tables=True, comments=True, output_format="txt")
+        try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
+            meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
+        except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
+            meta = None
+        marked = mark_images(tree, html)
         try:
-            document = bare_extraction(tree, url=url, options=options)  # works on a copy of the tree
+            document = bare_extraction(tree, options=options)  # works on a copy of the tree
         except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
             document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
     if not has_text:
-        meta = None
-        try:
-            meta = extract_metadata(tree if tree is not None else html, default_url=url)
-        except Exception:  # noqa: BLE001
-            pass
         return Extraction(
             status="no_text",
             kind="html",
@@ -204,10 +205,8 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
         )
-    article = serialize([document.body], markdown=False)
-    text = "\n".join(filter(None, [article, serialize([document.commentsbody], markdown=False)]))
-    markdown, images = article_markdown(tree, html, url, article)
-    markdown = "\n".join(filter(None, [markdown or serialize([document.body], markdown=True), serialize([document.commentsbody], markdown=True)]))
+    text, markdown, images = render_article(document.body, document.commentsbody, marked, url)
+    document = meta if meta is not None else Document()
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
         status="archived",
