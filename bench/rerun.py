@@ -36,7 +36,7 @@ def main() -> None:
         conn.close()
         walls = []
         for _ in range(args.reps):
-            result = measure([sys.executable, "-m", "mirror", "fetch", "--json"], cwd=folder,
+            result = measure([sys.executable, "-m", "mirror", "fetch", "--json", "--browser", "never"], cwd=folder,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert result.returncode == 0
             walls.append(result.wall)

@@ -112,7 +112,8 @@ def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--images" if images else "--no-images"]
+               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", "never",
+               "--images" if images else "--no-images"]
     run = measured_run(command, web_pid, cwd=folder)
     db = sqlite3.connect(folder / "archive" / "mirror.db")
     statuses = dict(db.execute("select status, count(*) from pages group by 1").fetchall())
