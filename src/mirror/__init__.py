@@ -1,10 +1,14 @@
 """mirror: a link archiver and offline mirror for reading lists.
 
-The pipeline, one module per stage: `seeds` (documents -> links), `urls`
-(page identity), `store` (the SQLite archive), `cli` (the command).
+Data flows one way (see the README's diagram and tests/test_layering.py):
+`_types` (the values passed between stages) <- `seeds`/`urls` (documents ->
+links) <- `_client`/`warc` (fetch into WARC) <- `extract` (articles) <- `store`
+(the archive folder and its SQLite file) <- `fetch`, `browser`, `reindex`
+(the runs) <- `search` <- `plugin` (datasette) and `cli` (the commands).
 """
 
-from .seeds import Inventory, Link, SeedError, read_seeds
+from ._types import Link
+from .seeds import Inventory, SeedError, read_seeds
 from .store import Archive, ArchiveError
 from .urls import normalize
 

@@ -26,10 +26,11 @@ from urllib.parse import urlsplit
 
 from . import warc
 from ._blocked import blocked_reason
-from ._client import Exchange, HostGate
+from ._client import HostGate
 from ._faults import crash_point
-from ._render import Rendered, Renderer, RenderError
-from .extract import Extraction, extract_capture
+from ._render import Rendered, Renderer
+from ._types import CaptureKind, Exchange, Extraction, RenderError
+from .extract import extract_capture
 from .store import Archive, now
 
 __all__ = ["BrowserMode", "CaptureKind", "RenderError", "find_chromium", "render_pass", "resolve"]
@@ -39,13 +40,6 @@ class BrowserMode(StrEnum):
     AUTO = "auto"  # pages without text, app shells and JavaScript challenges
     ALWAYS = "always"  # every HTML page
     NEVER = "never"
-
-
-class CaptureKind(StrEnum):
-    """`pages.capture`: which capture the article was extracted from."""
-
-    HTTP = "http"
-    BROWSER = "browser"
 
 
 # `blocked` reasons (see _blocked.py) that a real browser can get past; sign-in walls need --cookies.

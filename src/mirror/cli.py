@@ -276,7 +276,7 @@ def reindex(
     workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
-    from .extract import reindex as run_reindex
+    from .reindex import reindex as run_reindex
 
     try:
         with Archive(archive, create=False) as store, store.lock():

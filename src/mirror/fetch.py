@@ -8,8 +8,6 @@ soon as it is done, so an interrupted run loses nothing it finished.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 import re
 import sqlite3
 import tempfile
@@ -17,19 +15,19 @@ import time
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from . import requisites, warc
-from ._client import Budget, Client, Exchange, Reach, Reason, backoff_delay
+from ._client import Budget, Client, Reach, backoff_delay
 from ._faults import crash_point
 from .browser import render_pass
-from .extract import Extraction, extract_capture
+from ._pool import extraction_pool, safe_extract
+from ._types import Exchange, Extraction, PageResult, PageToFetch, Reason
 from .recovery import recover
-from .store import Archive, PageToFetch
+from .store import Archive
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
 
@@ -72,22 +70,6 @@ class FetchOptions:
     resource_retries: int = 1  # images get their own, smaller budget: they never hold up a page
     resource_timeout: float = 10.0
     resource_concurrency: int | None = None  # default: the same as `concurrency`, in slots of their own
-
-
-@dataclass
-class PageResult:
-    """What happened to one page in this run."""
-
-    url: str
-    final: Exchange
-    attempts: list[Exchange]
-    source: str = "live"  # or "wayback"
-    wayback_timestamp: str | None = None
-    extraction: Extraction | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.final.ok
 
 
 @dataclass
@@ -230,7 +212,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         done(page, result, article)
 
     def done(page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
-        archive.record_fetch(result, was_archived=page.archived, extraction=article)
+        archive.record_fetch(result, was_archived=page.has_capture, extraction=article)
         result.extraction = article
         summary.done += 1
         summary.statuses[_outcome(result, page)] += 1
@@ -312,41 +294,6 @@ def _internal_failure(url: str, exc: Exception) -> PageResult:
     return PageResult(url, failed, [failed])
 
 
-def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
-    """Worker processes for trafilatura.
-
-    Spawned, not forked: the fetcher has threads (DNS lookups) that a fork
-    could catch holding a lock. Each worker watches its parent and leaves
-    when it is gone, so a kill -9 of `mirror fetch` leaves no orphans.
-    """
-    return ProcessPoolExecutor(
-        max_workers=workers or os.cpu_count() or 1,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with,
-        initargs=(os.getpid(),),
-    )
-
-
-def _exit_with(parent: int) -> None:
-    """In a worker: leave as soon as `mirror fetch` is gone (kill -9 leaves no orphans)."""
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:  # a dead parent's children are adopted at once, even before it is reaped
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
-
-
-def safe_extract(archive_dir: str, location: warc.WarcLocation, url: str) -> Extraction:
-    """Extraction never takes the run down: a failure is a page without text."""
-    try:
-        return extract_capture(archive_dir, location, url)
-    except Exception as exc:  # noqa: BLE001
-        return Extraction(status="no_text", kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")
-
-
 async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach, done: set[str]) -> None:
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
@@ -372,12 +319,12 @@ def _outcome(result: PageResult, page: PageToFetch) -> str:
         if result.final.status == 304:
             return "unchanged"
         return result.extraction.status if result.extraction else "archived"
-    return "gone" if page.archived else "failed"
+    return "gone" if page.has_capture else "failed"
 
 
 async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -> PageResult:
     headers: dict[str, str] = {}
-    if options.refresh and page.archived:
+    if options.refresh and page.has_capture:
         if page.etag:
             headers["If-None-Match"] = page.etag
         if page.last_modified:
@@ -397,7 +344,7 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
                 final = alternative
                 break
     result = PageResult(page.url, final, attempts)
-    if not final.ok and options.wayback and not page.archived:
+    if not final.ok and options.wayback and not page.has_capture:
         await _wayback(client, options, result)
     return result
 

@@ -16,19 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import sqlite_utils
 
-from . import search, urls, warc
+from . import _fts, urls, warc
 from ._faults import crash_point
-from .seeds import COMMAND_LINE, Inventory, Link
+from ._types import Exchange, Extraction, Link, PageResult, PageToFetch
+from .seeds import COMMAND_LINE, Inventory
 
-if TYPE_CHECKING:
-    from ._client import Exchange
-    from .extract import Extraction
-    from .fetch import PageResult
 
 __all__ = [
     "DB_NAME",
@@ -153,15 +149,6 @@ class ArchiveLocked(ArchiveError):
 
 
 @dataclass(frozen=True)
-class PageToFetch:
-    url: str
-    candidates: tuple[str, ...] = ()
-    archived: bool = False  # has a saved copy already
-    etag: str | None = None
-    last_modified: str | None = None
-
-
-@dataclass(frozen=True)
 class InventoryStats:
     links: int
     pages: int
@@ -229,7 +216,7 @@ class Archive:
             self.db["pages"].create_index(
                 ["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True
             )
-            if search.ensure_index(self.db):
+            if _fts.ensure_index(self.db):
                 self._reindex_rows()
 
     def _number_pages(self) -> None:
@@ -346,7 +333,7 @@ class Archive:
             PageToFetch(
                 url=row["url"],
                 candidates=tuple(json.loads(row["candidates"] or "[]")),
-                archived=row["warc_file"] is not None,
+                has_capture=row["warc_file"] is not None,
                 etag=row["etag"],
                 last_modified=row["last_modified"],
             )
@@ -432,24 +419,24 @@ class Archive:
         values = {column: row[column] for column in EXTRACTED_COLUMNS}
         _update_page(self.db, url, {**values, "extracted_at": now()})
         page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
-        self.db.execute(f"delete from {search.FTS_TABLE} where rowid = ?", [page_id])
+        self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
         if extraction.status == "archived":
-            self.db.execute(*search.index_insert(page_id, row))
+            self.db.execute(*_fts.index_insert(page_id, row))
 
     def rebuild_index(self) -> int:
         """Re-create the search index from the pages table; returns pages indexed."""
         with self.db.atomic():
-            self.db.execute(f"drop table if exists {search.FTS_TABLE}")
-            search.ensure_index(self.db)
+            self.db.execute(f"drop table if exists {_fts.FTS_TABLE}")
+            _fts.ensure_index(self.db)
             return self._reindex_rows()
 
     def _reindex_rows(self) -> int:
         rows = self.db.query(
-            f"select id, {', '.join(search.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
+            f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = 'archived' and text is not null"
         )
         count = 0
         for row in list(rows):
-            self.db.execute(*search.index_insert(row["id"], row))
+            self.db.execute(*_fts.index_insert(row["id"], row))
             count += 1
         return count
 

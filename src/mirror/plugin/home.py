@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from datasette import Response
 
 from ..requisites import web_url
-from .views import _archive, _views
+from ._common import _archive, _views
 
 PER_PAGE = 200
 RECENT = 10

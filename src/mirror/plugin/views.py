@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 from urllib.parse import quote, urldefrag, urljoin
 
 import nh3
@@ -17,7 +16,8 @@ from markdown_it import MarkdownIt
 
 from ..extract import decode_html
 from ..search import SearchError, parse_limit, search
-from ..warc import WarcError, WarcLocation, read_payload
+from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _views
+from .screenshots import with_screenshots
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
@@ -34,58 +34,12 @@ _ALT = re.compile(r'\balt="([^"]*)"')
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon")
 
 
-class _Missing(Exception):
-    """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
-
-
-class _BadRequest(Exception):
-    """Answered as a 400 page saying what to change."""
-
-
-def _views(view):
-    async def wrapped(datasette, request):
-        try:
-            return await view(datasette, request)
-        except _Missing as exc:
-            return await _error_page(datasette, request, str(exc), "Not found", 404)
-        except _BadRequest as exc:
-            return await _error_page(datasette, request, str(exc), "Bad request", 400)
-
-    wrapped.__name__ = view.__name__
-    return wrapped
-
-
-async def _error_page(datasette, request, message: str, title: str, status: int) -> Response:
-    if request.args.get("_format") == "json":
-        return Response.json({"ok": False, "error": message, "status": status}, status=status)
-    context = {"ok": False, "error": message, "title": title, "status": status}
-    return Response.html(await datasette.render_template("error.html", context, request=request), status=status)
-
-
-def _page_id(request) -> int:
-    """The page id in the URL; anything but a plausible rowid is a missing page."""
-    text = request.url_vars["id"]
-    if not re.fullmatch(r"\d{1,18}", text):
-        raise _Missing("no such page in this archive")
-    return int(text)
-
-
 def web_url(url: str | None) -> str | None:
     """`url` if it may become a link (http or https), else None: shown as text only."""
     if not url:
         return None
     scheme, sep, _ = url.strip().partition(":")
     return url if sep and scheme.lower() in _WEB_SCHEMES else None
-
-
-async def _archive(datasette):
-    """The mirror database (named `mirror`, or the first with a pages table)."""
-    for name, db in datasette.databases.items():
-        if name == "_internal" or db.path is None:
-            continue
-        if name == "mirror" or await db.table_exists("pages"):
-            return db
-    raise _Missing("no mirror archive is attached to this datasette")
 
 
 @_views
@@ -107,8 +61,6 @@ async def search_view(datasette, request):
         }
         for hit in hits
     ]
-    from .screenshots import with_screenshots  # (it imports this module)
-
     shots = await with_screenshots(db, [hit.id for hit in hits])
     for row in rows:
         row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
@@ -212,18 +164,6 @@ async def resource_view(datasette, request):
 
 async def _archived_urls(db) -> set[str]:
     return {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
-
-
-def _folder(db) -> Path:
-    return Path(db.path).parent
-
-
-def _payload(db, row):
-    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
-    try:
-        return read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
-    except WarcError as exc:
-        raise _Missing(f"the saved copy cannot be read: {exc}") from None
 
 
 def _resource_path(datasette, url: str) -> str:

@@ -1,0 +1,68 @@
+"""What every view of the plugin shares: finding the archive, reading a capture, error pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from datasette import Response
+
+from ..warc import WarcError, WarcLocation, read_payload
+
+
+class _Missing(Exception):
+    """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
+
+
+class _BadRequest(Exception):
+    """Answered as a 400 page saying what to change."""
+
+
+def _views(view):
+    async def wrapped(datasette, request):
+        try:
+            return await view(datasette, request)
+        except _Missing as exc:
+            return await _error_page(datasette, request, str(exc), "Not found", 404)
+        except _BadRequest as exc:
+            return await _error_page(datasette, request, str(exc), "Bad request", 400)
+
+    wrapped.__name__ = view.__name__
+    return wrapped
+
+
+async def _error_page(datasette, request, message: str, title: str, status: int) -> Response:
+    if request.args.get("_format") == "json":
+        return Response.json({"ok": False, "error": message, "status": status}, status=status)
+    context = {"ok": False, "error": message, "title": title, "status": status}
+    return Response.html(await datasette.render_template("error.html", context, request=request), status=status)
+
+
+def _page_id(request) -> int:
+    """The page id in the URL; anything but a plausible rowid is a missing page."""
+    text = request.url_vars["id"]
+    if not re.fullmatch(r"\d{1,18}", text):
+        raise _Missing("no such page in this archive")
+    return int(text)
+
+
+async def _archive(datasette):
+    """The mirror database (named `mirror`, or the first with a pages table)."""
+    for name, db in datasette.databases.items():
+        if name == "_internal" or db.path is None:
+            continue
+        if name == "mirror" or await db.table_exists("pages"):
+            return db
+    raise _Missing("no mirror archive is attached to this datasette")
+
+
+def _folder(db) -> Path:
+    return Path(db.path).parent
+
+
+def _payload(db, row):
+    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
+    try:
+        return read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+    except WarcError as exc:
+        raise _Missing(f"the saved copy cannot be read: {exc}") from None
