@@ -31,7 +31,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ._blocked import HINT, blocked_reason
-from ._types import Exchange, Reason
+from ._types import Exchange, Reason, http_error
 from .warc import PAGE_HEADER, Capture, CaptureWriter
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
@@ -352,7 +352,7 @@ class Client:
         if reason:
             hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
         elif response.status_code >= 400:
-            hop.error = f"http_{response.status_code}"
+            hop.error = http_error(response.status_code)
             hop.message = f"HTTP {response.status_code} {response.reason_phrase}".strip()
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop

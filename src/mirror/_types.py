@@ -17,6 +17,7 @@ __all__ = [
     "Exchange",
     "Extraction",
     "Link",
+    "Outcome",
     "PageResult",
     "PageStatus",
     "PageToFetch",
@@ -25,6 +26,7 @@ __all__ = [
     "ResourceStatus",
     "Source",
     "WarcLocation",
+    "http_error",
 ]
 
 
@@ -46,7 +48,11 @@ class ResourceStatus(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why a request failed (`pages.error`, `resources.error`); HTTP errors are `http_<status>`."""
+    """Why a page or resource has no capture (`pages.error`, `resources.error`).
+
+    HTTP errors are `http_<status>` (see `http_error`); `relative`, `scheme` and
+    `malformed` are links mirror does not fetch (`skipped` pages).
+    """
 
     DNS = "dns"
     CONNECT = "connect"
@@ -65,6 +71,13 @@ class Reason(StrEnum):
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PRIVATE_ADDRESS = "private_address"
     INTERNAL = "internal"
+    RELATIVE = "relative"
+    MALFORMED = "malformed"
+
+
+def http_error(status: int) -> str:
+    """The `error` of an HTTP error answer: `http_404`, `http_503`, ..."""
+    return f"http_{status}"
 
 
 class RenderError(StrEnum):
@@ -75,6 +88,16 @@ class RenderError(StrEnum):
     HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
     CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
     BLOCKED = Reason.BLOCKED.value  # still a challenge after rendering
+
+
+class Outcome(StrEnum):
+    """What one `mirror fetch` run did to a page: the run summary's counts."""
+
+    ARCHIVED = PageStatus.ARCHIVED.value
+    NO_TEXT = PageStatus.NO_TEXT.value
+    UNCHANGED = "unchanged"  # a conditional request said 304
+    FAILED = PageStatus.FAILED.value
+    GONE = "gone"  # failed now, but an earlier capture is kept
 
 
 class CaptureKind(StrEnum):

@@ -29,7 +29,7 @@ from ._blocked import blocked_reason
 from ._client import HostGate
 from ._faults import crash_point
 from ._render import Rendered, Renderer
-from ._types import CaptureKind, Exchange, Extraction, RenderError
+from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
 from .extract import extract_capture
 from .store import Archive, now
 
@@ -86,7 +86,7 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
 
 def needs_render(archive: Archive, page: dict, mode: BrowserMode) -> bool:
     """Whether a candidate from `Archive.pages_to_render` is worth a browser."""
-    if mode is BrowserMode.ALWAYS or page["status"] != "archived":
+    if mode is BrowserMode.ALWAYS or page["status"] != PageStatus.ARCHIVED:
         return True  # no text, or a challenge
     try:  # a thin page: is it an application shell that JavaScript fills in?
         _, body = warc.read_payload(archive.path, _location(page))
@@ -154,7 +154,7 @@ async def render_pass(
 async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> str:
     """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary."""
     url = page["url"]
-    http = _location(page) if page["status"] != "failed" else archive.last_capture(url)
+    http = _location(page) if page["status"] != PageStatus.FAILED else archive.last_capture(url)
     refers = warc.record_id(archive.path, http) if http else None
     source = page["final_url"] or url  # the URI of that HTTP capture
     items: list[warc.Capture | warc.Derived] = list(rendered.responses)
@@ -191,7 +191,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
             except Exception as exc:  # noqa: BLE001 - a failed extraction keeps the HTTP outcome
                 values["render_note"] = _join(rendered.notes, f"extraction of the rendered page failed: {exc}")
     wins = article is not None and (
-        page["status"] == "failed" or (article.status == "archived" and article.word_count > (page["word_count"] or 0))
+        page["status"] == PageStatus.FAILED or (article.status == PageStatus.ARCHIVED and article.word_count > (page["word_count"] or 0))
     )
     if not wins:
         # a render the crash of the browser took down is tried again on the next run
@@ -207,7 +207,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
         "warc_file": dom.file,
         "warc_offset": dom.offset,
         "warc_length": dom.length,
-        "source": "live",
+        "source": Source.LIVE,
         "error": None,
         "error_message": None,
     }

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ._text import strip_controls
+from ._types import PageStatus
 from .search import MAX_LIMIT
 from .seeds import Inventory, SeedError, links_from_urls, read_seeds
 from .store import Archive, ArchiveError
@@ -105,7 +106,7 @@ def links(
         for link in inventory.links:
             row = asdict(link)
             row["candidates"] = list(link.candidates)
-            row["status"] = "skipped" if link.skip_reason else "pending"
+            row["status"] = PageStatus.SKIPPED if link.skip_reason else PageStatus.PENDING
             rows.append(row)
         print_json(rows)
     elif len(inventory.links) <= TABLE_ROWS:

@@ -90,10 +90,10 @@ def extract(body: bytes, url: str, content_type: str | None = None) -> Extractio
         return _extract_pdf(body)
     if kind == "text":
         text = decode_html(body, content_type).strip()
-        return _finish(Extraction(status="archived", kind="text", text=text, markdown=text))
+        return _finish(Extraction(status=PageStatus.ARCHIVED, kind="text", text=text, markdown=text))
     if kind == "html":
         return _extract_html(body, url, content_type)
-    return Extraction(status="no_text", kind="other")
+    return Extraction(status=PageStatus.NO_TEXT, kind="other")
 
 
 def decode_html(body: bytes, content_type: str | None = None) -> str:
@@ -213,12 +213,12 @@ def _extract_pdf(body: bytes) -> Extraction:
         pages = [page.extract_text() or "" for page in reader.pages]
         info = reader.metadata or {}
     except (PdfReadError, ValueError, KeyError, TypeError, OSError):
-        return Extraction(status="no_text", kind="pdf")
+        return Extraction(status=PageStatus.NO_TEXT, kind="pdf")
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     first_line = next((line.strip() for line in text.splitlines() if line.strip()), None)
     title = (getattr(info, "title", None) or "").strip() or first_line
     result = Extraction(
-        status="archived",
+        status=PageStatus.ARCHIVED,
         kind="pdf",
         title=title,
         author=(getattr(info, "author", None) or "").strip() or None,
@@ -241,8 +241,7 @@ def _finish(result: Extraction) -> Extraction:
     for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
         setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
-    if result.word_count < MIN_WORDS:
-        result.status = "no_text"
+    result.status = PageStatus.NO_TEXT if result.word_count < MIN_WORDS else PageStatus(result.status)
     return result
 
 

@@ -25,7 +25,7 @@ from ._client import Budget, Client, Reach, backoff_delay
 from ._faults import crash_point
 from .browser import render_pass
 from ._pool import extraction_pool, safe_extract
-from ._types import Exchange, Extraction, PageResult, PageToFetch, Reason
+from ._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source
 from .recovery import recover
 from .store import Archive
 
@@ -224,7 +224,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
         if on_page:
             on_page(result, summary)
-        if options.images and article is not None and article.status == "archived":
+        if options.images and article is not None and article.status == PageStatus.ARCHIVED:
             # in a task of its own: a page's status never waits for its images
             image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, result.final)))
 
@@ -314,12 +314,12 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
     archive.record_resources(page_url, results)
 
 
-def _outcome(result: PageResult, page: PageToFetch) -> str:
+def _outcome(result: PageResult, page: PageToFetch) -> Outcome:
     if result.ok:
         if result.final.status == 304:
-            return "unchanged"
-        return result.extraction.status if result.extraction else "archived"
-    return "gone" if page.has_capture else "failed"
+            return Outcome.UNCHANGED
+        return Outcome(result.extraction.status) if result.extraction else Outcome.ARCHIVED
+    return Outcome.GONE if page.has_capture else Outcome.FAILED
 
 
 async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -> PageResult:
@@ -365,5 +365,5 @@ async def _wayback(client: Client, options: FetchOptions, result: PageResult) ->
     result.attempts.append(exchange)
     if exchange.ok:
         result.final = exchange
-        result.source = "wayback"
+        result.source = Source.WAYBACK
         result.wayback_timestamp = str(closest.get("timestamp") or "") or None

@@ -22,7 +22,7 @@ import sqlite_utils
 
 from . import _fts, urls, warc
 from ._faults import crash_point
-from ._types import Exchange, Extraction, Link, PageResult, PageToFetch
+from ._types import CaptureKind, Exchange, Extraction, Link, PageResult, PageStatus, PageToFetch, ResourceStatus
 from .seeds import COMMAND_LINE, Inventory
 
 
@@ -321,13 +321,15 @@ class Archive:
 
     def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False) -> list[PageToFetch]:
         if refresh:
-            where = "status != 'skipped'"
+            statuses = [s for s in PageStatus if s != PageStatus.SKIPPED]
         elif retry_failed:
-            where = "status in ('pending', 'failed')"
+            statuses = [PageStatus.PENDING, PageStatus.FAILED]
         else:
-            where = "status = 'pending'"
+            statuses = [PageStatus.PENDING]
         rows = self.db.query(
-            f"select url, candidates, warc_file, etag, last_modified from pages where {where} order by first_seen, url"
+            "select url, candidates, warc_file, etag, last_modified from pages "
+            f"where status in ({', '.join('?' for _ in statuses)}) order by first_seen, url",
+            statuses,
         )
         return [
             PageToFetch(
@@ -371,7 +373,7 @@ class Archive:
                 update |= {"error": None, "error_message": None, "gone_since": None}
             elif final.ok:
                 update |= {
-                    "status": extraction.status if extraction else "archived",
+                    "status": extraction.status if extraction else PageStatus.ARCHIVED,
                     "http_status": final.status,
                     "final_url": final.final_url,
                     "content_type": final.content_type,
@@ -383,7 +385,7 @@ class Archive:
                     "warc_offset": final.location.offset,
                     "warc_length": final.location.length,
                     "source": result.source,
-                    "capture": "http",
+                    "capture": CaptureKind.HTTP,
                     "wayback_timestamp": result.wayback_timestamp,
                     "error": None,
                     "error_message": None,
@@ -394,7 +396,7 @@ class Archive:
                 if was_archived:  # keep the saved copy; note when it went away
                     self.db.execute("update pages set gone_since = coalesce(gone_since, ?) where url = ?", [stamp, result.url])
                 else:
-                    update |= {"status": "failed", "http_status": final.status, "final_url": final.final_url}
+                    update |= {"status": PageStatus.FAILED, "http_status": final.status, "final_url": final.final_url}
             _update_page(self.db, result.url, update)
             if extraction is not None:
                 self._save_extraction(result.url, extraction)
@@ -420,7 +422,7 @@ class Archive:
         _update_page(self.db, url, {**values, "extracted_at": now()})
         page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
         self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
-        if extraction.status == "archived":
+        if extraction.status == PageStatus.ARCHIVED:
             self.db.execute(*_fts.index_insert(page_id, row))
 
     def rebuild_index(self) -> int:
@@ -511,7 +513,7 @@ class Archive:
             rows.append({
                 "page_url": page_url,
                 "url": exchange.url,
-                "status": "archived" if exchange.ok else "failed",
+                "status": ResourceStatus.ARCHIVED if exchange.ok else ResourceStatus.FAILED,
                 "http_status": exchange.status,
                 "content_type": exchange.content_type,
                 "error": exchange.error,
@@ -582,7 +584,7 @@ def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
     return {
         "url": url,
         "host": _host(url) if not problem else None,
-        "status": "skipped" if problem else "pending",
+        "status": PageStatus.SKIPPED if problem else PageStatus.PENDING,
         "error": problem[0] if problem else None,
         "error_message": problem[1] if problem else None,
         "candidates": json.dumps(candidates) if candidates else None,
