@@ -10,8 +10,10 @@ adjacent), and two more columns hold CJK bigrams (see `mirror.search`).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["FTS_COLUMNS", "FTS_TABLE", "INDEX_COLUMNS", "bigrams", "desegment", "ensure_index", "index_insert", "segment"]
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 __all__ = [
+    "COMMAND_LINE",
     "CaptureKind",
     "Exchange",
     "Extraction",
@@ -113,6 +114,8 @@ class Source(StrEnum):
     LIVE = "live"
     WAYBACK = "wayback"
 
+
+COMMAND_LINE = "(command line)"  # `links.seed` of URLs given on the command line
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
 RETRYABLE_REASONS = frozenset({Reason.TIMEOUT, Reason.CONNECT, Reason.RESET, Reason.PROTOCOL, Reason.DNS})

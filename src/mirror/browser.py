@@ -32,6 +32,7 @@ from ._render import Rendered, Renderer
 from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
 from .extract import extract_capture
 from .store import Archive, now
+from .store.queries import warc_location, warc_values
 
 __all__ = ["BrowserMode", "CaptureKind", "RenderError", "find_chromium", "render_pass", "resolve"]
 
@@ -89,7 +90,7 @@ def needs_render(archive: Archive, page: dict, mode: BrowserMode) -> bool:
     if mode is BrowserMode.ALWAYS or page["status"] != PageStatus.ARCHIVED:
         return True  # no text, or a challenge
     try:  # a thin page: is it an application shell that JavaScript fills in?
-        _, body = warc.read_payload(archive.path, _location(page))
+        _, body = warc.read_payload(archive.path, warc_location(page))
     except Exception:  # noqa: BLE001 - an unreadable capture is not worth a browser
         return False
     return bool(_SHELL.search(body[:200_000].decode("utf-8", "replace")))
@@ -154,7 +155,7 @@ async def render_pass(
 async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> str:
     """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary."""
     url = page["url"]
-    http = _location(page) if page["status"] != PageStatus.FAILED else archive.last_capture(url)
+    http = warc_location(page) if page["status"] != PageStatus.FAILED else archive.last_capture(url)
     refers = warc.record_id(archive.path, http) if http else None
     source = page["final_url"] or url  # the URI of that HTTP capture
     items: list[warc.Capture | warc.Derived] = list(rendered.responses)
@@ -173,13 +174,8 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
     shots = [next(extra) if rendered.screenshot is not None else None, next(extra) if rendered.full_screenshot is not None else None]
     values: dict[str, object] = {"render_error": rendered.error, "render_note": "; ".join(rendered.notes) or None}
     if shots[0] is not None:
-        values |= {
-            "screenshot_warc_file": shots[0].file,
-            "screenshot_warc_offset": shots[0].offset,
-            "screenshot_warc_length": shots[0].length,
-            "full_screenshot_warc_offset": shots[1].offset if shots[1] else None,
-            "full_screenshot_warc_length": shots[1].length if shots[1] else None,
-        }
+        full = warc_values(shots[1], "full_screenshot_")  # in the first screen's file: no file column of its own
+        values |= warc_values(shots[0], "screenshot_") | {k: v for k, v in full.items() if not k.endswith("_file")}
     article = None
     if dom is not None:
         still = blocked_reason(rendered.status or 200, rendered.final_url, url, rendered.dom[:65536].decode("utf-8", "replace"))
@@ -204,9 +200,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
         "final_url": rendered.final_url,
         "content_type": "text/html; charset=utf-8",
         "fetched_at": now(),
-        "warc_file": dom.file,
-        "warc_offset": dom.offset,
-        "warc_length": dom.length,
+        **warc_values(dom),
         "source": Source.LIVE,
         "error": None,
         "error_message": None,
@@ -223,10 +217,6 @@ def _images(article: Extraction, captured: dict) -> Iterable[Exchange]:
             content_type = next((v for k, v in capture.response_headers if k.lower() == "content-type"), None)
             if 200 <= capture.status < 300 and (content_type or "").startswith("image/"):
                 yield Exchange(url=image, final_url=image, status=capture.status, content_type=content_type, location=location)
-
-
-def _location(page: dict) -> warc.WarcLocation:
-    return warc.WarcLocation(page["warc_file"], page["warc_offset"], page["warc_length"])
 
 
 def _join(notes: list[str], more: str) -> str:

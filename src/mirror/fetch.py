@@ -14,7 +14,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
@@ -38,7 +38,8 @@ DEFAULT_USER_AGENT = (
 
 
 class FetchError(Exception):
-    """The run itself cannot proceed (bad cookies file, archive locked, ...)."""
+    """The run cannot start: the cookies file cannot be read or is not a cookies.txt.
+    (A locked or unusable archive is a `mirror.store.ArchiveError`.)"""
 
 
 @dataclass
@@ -80,7 +81,6 @@ class Summary:
     errors: Counter = field(default_factory=Counter)
     host_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     elapsed: float = 0.0
-    interrupted: bool = False
     repaired_warcs: list[str] = field(default_factory=list)
     rendered: Counter = field(default_factory=Counter)  # browser pass outcomes
     recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
@@ -102,7 +102,6 @@ class Summary:
             "errors": dict(self.errors),
             "slowest_hosts": [{"host": h, "mean_seconds": round(s, 3), "pages": n} for h, s, n in self.slowest_hosts()],
             "elapsed_seconds": round(self.elapsed, 3),
-            "interrupted": self.interrupted,
             "repaired_warcs": self.repaired_warcs,
             "rendered": dict(self.rendered),
             "recovered": self.recovered,
@@ -158,9 +157,6 @@ def run(
     started = time.monotonic()
     try:
         asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render))
-    except KeyboardInterrupt:
-        summary.interrupted = True
-        raise
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
@@ -212,7 +208,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         done(page, result, article)
 
     def done(page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
-        archive.record_fetch(result, was_archived=page.has_capture, extraction=article)
+        archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
         result.extraction = article
         summary.done += 1
         summary.statuses[_outcome(result, page)] += 1
@@ -303,15 +299,24 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
     for image in images:
         if image in done:
             continue
-        for attempt in range(budget.retries + 1):
-            exchange = await client.get(image, budget=budget, reach=page_reach)
-            if not exchange.retryable or attempt == budget.retries:
-                break
-            await asyncio.sleep(backoff_delay(attempt, budget.backoff, exchange.retry_after, budget.timeout))
+        tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
+        exchange = tries[-1]
         results.append(exchange)
         if exchange.ok:
             done.add(image)
     archive.record_resources(page_url, results)
+
+
+async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
+    """Every try at one request: again after a backoff (or Retry-After, up to `cap`) while
+    retrying may help, at most `retries` more times. The last try is the outcome."""
+    tries: list[Exchange] = []
+    for attempt in range(retries + 1):
+        tries.append(await get())
+        if not tries[-1].retryable or attempt == retries:
+            break
+        await asyncio.sleep(backoff_delay(attempt, backoff, tries[-1].retry_after, cap))
+    return tries
 
 
 def _outcome(result: PageResult, page: PageToFetch) -> Outcome:
@@ -329,13 +334,8 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
             headers["If-None-Match"] = page.etag
         if page.last_modified:
             headers["If-Modified-Since"] = page.last_modified
-    attempts: list[Exchange] = []
-    for attempt in range(options.retries + 1):
-        final = await client.get(page.url, headers)
-        attempts.append(final)
-        if not final.retryable or attempt == options.retries:
-            break
-        await asyncio.sleep(backoff_delay(attempt, options.backoff, final.retry_after, options.retry_after_cap))
+    attempts = await with_retries(lambda: client.get(page.url, headers), options.retries, options.backoff, options.retry_after_cap)
+    final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed
             alternative = await client.get(candidate)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from ._fts import (  # the index's layout, re-exported: search is its public face
     BARRIER,
@@ -38,6 +38,9 @@ from ._fts import (  # the index's layout, re-exported: search is its public fac
     index_insert,
     segment,
 )
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = [
     "BARRIER", "FTS_COLUMNS", "FTS_TABLE", "MAX_LIMIT", "ZWSP", "Hit", "SearchError", "SearchTimeout", "bigrams",
@@ -179,7 +182,7 @@ def highlight(snippet: str, start: str, end: str) -> str:
 
 
 def search(
-    db: sqlite_utils.Database,
+    db: sqlite_utils.Database | sqlite3.Connection,
     query: str,
     *,
     limit: int = 20,
@@ -197,7 +200,8 @@ def search(
     check_query(query)
     limit = parse_limit(limit)
     match = build_match(query)
-    if match is None or not db[FTS_TABLE].exists():
+    conn = getattr(db, "conn", db)  # a sqlite-utils Database, or a plain connection
+    if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
         return []
     where = [f"{FTS_TABLE} MATCH :match"]
     params: dict[str, object] = {"match": match, "limit": limit}
@@ -233,8 +237,10 @@ def search(
     """
     hits = []
     words = cjk_words(query)
-    with _deadline(db.conn, time_limit):
-        rows = list(db.query(sql, params))
+    with _deadline(conn, time_limit):
+        cursor = conn.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     for row in rows:
         if _MARK_START in (row["snippet_text"] or ""):
             snippet = row["snippet_text"]

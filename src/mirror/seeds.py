@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import urls
-from ._types import Link
+from ._types import COMMAND_LINE, Link
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "parse_text", "read_seeds"]
 
@@ -53,7 +53,6 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
     return inventory
 
 
-COMMAND_LINE = "(command line)"
 
 
 def links_from_urls(written: list[str]) -> Inventory:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import sqlite_utils
 from datasette import Response
 
-from ..warc import WarcError, WarcLocation, read_payload
+from ..store import queries
+from ..warc import WarcError, read_payload
 
 
 class _Missing(Exception):
@@ -63,6 +65,11 @@ def _folder(db) -> Path:
 def _payload(db, row):
     """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
     try:
-        return read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+        return read_payload(_folder(db), queries.warc_location(row))
     except WarcError as exc:
         raise _Missing(f"the saved copy cannot be read: {exc}") from None
+
+
+async def _read(db, query, *args):
+    """One of `mirror.store.queries` on datasette's connection to the archive."""
+    return await db.execute_fn(lambda conn: query(sqlite_utils.Database(conn), *args))

@@ -16,7 +16,8 @@ from markdown_it import MarkdownIt
 
 from ..extract import decode_html
 from ..search import SearchError, parse_limit, search
-from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _views
+from ..store import queries
+from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views
 from .screenshots import with_screenshots
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
@@ -74,20 +75,12 @@ async def search_view(datasette, request):
 async def reader_view(datasette, request):
     db = await _archive(datasette)
     page_id = _page_id(request)
-    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    page = await _read(db, queries.page_by_id, page_id)
     if page is None:
         raise _Missing(f"no page {page_id} in this archive")
-    page = dict(page)
-    origins = [dict(r) for r in await db.execute("select seed, line, section, title from links where url = ? order by seed, line", [page["url"]])]
-    attempts = [
-        dict(r)
-        for r in await db.execute(
-            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts "
-            "where url = ? order by id desc",
-            [page["url"]],
-        )
-    ]
-    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    origins = await _read(db, queries.origins, page["url"])
+    attempts = await _read(db, queries.attempts_of, page["url"])
+    archived = await _read(db, queries.archived_resource_urls)
     markdown = page.get("markdown") or ""
     if page.get("title") and markdown.startswith(f"# {page['title']}\n"):
         markdown = markdown.split("\n", 1)[1]  # the page heading already shows the title
@@ -111,7 +104,7 @@ async def snapshot_view(datasette, request):
     """The captured page itself, defused and sandboxed."""
     db = await _archive(datasette)
     page_id = _page_id(request)
-    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    page = await _read(db, queries.page_by_id, page_id)
     if page is None or not page["warc_file"]:
         raise _Missing("no saved copy of this page")
     headers, body = _payload(db, page)
@@ -129,7 +122,7 @@ async def snapshot_view(datasette, request):
         # scripts, SVG, PDF, text…: never rendered in our origin, only saved to disk
         disposition = {"Content-Disposition": f'attachment; filename="mirror-page-{page_id}"'}
         return Response(body, content_type="application/octet-stream", headers=security | disposition)
-    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    archived = await _read(db, queries.archived_resource_urls)
     cleaned = defuse_html(decode_html(body, content_type), page["final_url"] or page["url"], archived, datasette)
     return Response.html(cleaned, headers=security)
 
@@ -139,20 +132,14 @@ async def resource_view(datasette, request):
     """An archived image, by its original URL."""
     db = await _archive(datasette)
     url = request.args.get("url", "")
-    row = (
-        await db.execute(
-            "select warc_file, warc_offset, warc_length, content_type from resources "
-            "where url = ? and status = 'archived' order by fetched_at desc limit 1",
-            [url],
-        )
-    ).first()
+    row = await _read(db, queries.latest_resource, url)
     if row is None:
         raise _Missing("this resource was not archived")
     _, body = _payload(db, row)
     content_type = row["content_type"] or "application/octet-stream"
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
-        archived = await _archived_urls(db)
+        archived = await _read(db, queries.archived_resource_urls)
         css = serve_css(body, content_type, url, lambda u: _resource_path(datasette, u) if u in archived else None)
         return Response(css, content_type="text/css; charset=utf-8", headers=headers)
     if is_font(content_type, url):  # fonts load in CORS mode, and a sandboxed snapshot's origin is opaque
@@ -160,10 +147,6 @@ async def resource_view(datasette, request):
     if not content_type.startswith("image/"):
         raise _Missing("only archived images, stylesheets and fonts are served here")
     return Response(body, content_type=content_type, headers=headers)
-
-
-async def _archived_urls(db) -> set[str]:
-    return {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
 
 
 def _resource_path(datasette, url: str) -> str:
