@@ -87,19 +87,6 @@ def test_seed_002_has_eleven_latin_glued_urls(inventory):
     # the only others with a capitalised last word are real names, not glued text (their
     # repairs are tried only after a 404)
     assert written - eleven == {"https://github.com/microsoft/DeepSpeed", "https://github.com/hpcaitech/Colossal-AI"}
-    for url in (
-        "https://github.com/openai/tritonPython",
-        "https://github.com/NVIDIA/Megatron-LMNVIDIA",
-        "https://pytorch.org/blog/PyTorch",
-        "https://docs.nvidia.com/cuda/cuda-c-programming-guide/CUDA",
-        "https://github.com/NVIDIA/TensorRT-LLMNVIDIA",
-        "https://github.com/huggingface/text-generation-inferenceHuggingFace",
-        "https://developer.nvidia.com/blogGPU",
-        "https://ai.googleblog.com/Transformer",
-        "https://lilianweng.github.io/OpenAI",
-        "https://www.microsoft.com/en-us/research/research-area/artificial-intelligence/DeepSpeed",
-    ):
-        assert url in written
     vllm = one(inventory, S002, 49)
     assert vllm.candidates[:3] == (
         "https://github.com/vllm-project/vllmPagedAttention",

@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ._text import strip_controls
 from ._types import PageStatus
@@ -24,6 +21,8 @@ from .search import MAX_LIMIT
 from .store import DB_NAME, Archive, ArchiveError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from .seeds import Inventory
 
 app = typer.Typer(
@@ -31,8 +30,24 @@ app = typer.Typer(
     add_completion=False,
     help="Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.",
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _Console:
+    """A rich Console made on first use: `mirror search --json` never loads rich."""
+
+    def __init__(self, **options: object):
+        self._options, self._console = options, None
+
+    def __getattr__(self, name: str) -> object:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = _Console(highlight=False)
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 ArchiveDir = Annotated[
     Path,
@@ -65,6 +80,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 def safe(value: object) -> str:
     """Untrusted text for rich: no control characters (terminal escapes) and no markup."""
+    from rich.markup import escape
+
     return escape(strip_controls(str(value)))
 
 
@@ -156,6 +173,8 @@ def storage_failure(archive: Path, exc: Exception) -> NoReturn:
 
 
 def _links_table(links: list) -> Table:
+    from rich.table import Table
+
     table = Table("seed:line", "section", "title", show_lines=False)
     table.add_column("url", overflow="fold")
     table.add_column("note")
@@ -176,6 +195,8 @@ def _links_summary(inventory: Inventory) -> Table:
         links[link.seed] += 1
         skipped[link.seed] += bool(link.skip_reason)
         pages.setdefault(link.seed, set()).add(link.url)
+    from rich.table import Table
+
     table = Table("seed", title=f"{len(inventory.links)} links: too many to list, use --json for every one")
     for column in ("links", "pages", "skipped"):
         table.add_column(column, justify="right")
@@ -308,6 +329,8 @@ def search_command(
     if not hits:
         err.print(f"no saved article matches {safe(repr(query))}")
         return
+    from rich.markup import escape
+
     for n, hit in enumerate(hits, 1):
         snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
         snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
