@@ -21,6 +21,7 @@ from .search import MAX_LIMIT
 from .store import DB_NAME, Archive, ArchiveError
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
     from .seeds import Inventory
@@ -38,12 +39,15 @@ class _Console:
     def __init__(self, **options: object):
         self._options, self._console = options, None
 
-    def __getattr__(self, name: str) -> object:
+    def get(self) -> Console:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.get(), name)
 
 
 out = _Console(highlight=False)
@@ -273,7 +277,7 @@ def fetch(
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
     inventory = _inventory(sources)
-    reporter = FetchReporter(err)
+    reporter = FetchReporter(err.get())
     try:
         with open_archive(archive, create=True, lock=True, cleanup=reporter.stop) as store:
             store.record_inventory(inventory)
