@@ -211,7 +211,6 @@ def _links_summary(inventory: Inventory) -> Table:
 
 @app.command()
 def fetch(
-    ctx: typer.Context,
     sources: Annotated[
         list[str] | None,
         typer.Argument(help="Seed files, folders or URLs [default: seeds/]", show_default=False),
@@ -247,6 +246,7 @@ def fetch(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Update the inventory, then fetch every pending page into WARC captures."""
+    given = dict(locals())  # the options as typer converted them, by name
     from . import fetch as fetching
     from ._progress import FetchReporter, summary_table
 
@@ -270,7 +270,7 @@ def fetch(
     # every option of this command that FetchOptions knows, by name; the rest are checked above
     fields = {f.name for f in dataclasses.fields(fetching.FetchOptions)}
     options = fetching.FetchOptions(
-        **{name: value for name, value in ctx.params.items() if name in fields},
+        **{name: value for name, value in given.items() if name in fields},
     )
     options.user_agent = user_agent or fetching.DEFAULT_USER_AGENT
     options.headers, options.browser, options.chromium = headers, mode, chromium_path
