@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-from .._types import PageStatus, PageToFetch, ResourceStatus, WarcLocation
+from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
 
 __all__ = [
     "archived_resource_urls", "attempts_of", "find_page", "latest_resource", "origins", "page_by_id", "warc_location",
@@ -126,18 +126,22 @@ class PipelineReads:
         every HTML page with `every_html`, and failed pages whose reason starts
         with one of `challenges` (JavaScript challenges a browser passes).
         """
-        thin = "1" if every_html else f"status = 'no_text' or coalesce(word_count, 0) < {int(shell_words)}"
-        challenge = " or ".join("error_message like ?" for _ in challenges) or "0"
+        thin = "1" if every_html else "status = :no_text or coalesce(word_count, 0) < :shell_words"
+        challenge = " or ".join(f"error_message like :challenge{i}" for i in range(len(challenges))) or "0"
         rows = self.db.query(
             f"""select id, url, status, final_url, word_count, warc_file, warc_offset, warc_length, error
                 from pages where
-                  (status in ('archived', 'no_text') and kind = 'html' and coalesce(capture, 'http') = 'http'
-                   and coalesce(source, 'live') = 'live'
+                  (status in (:archived, :no_text) and kind = 'html' and coalesce(capture, :http) = :http
+                   and coalesce(source, :live) = :live
                    and ({thin}) and (rendered_at is null or rendered_at < fetched_at))
-                  or (status = 'failed' and error = 'blocked' and ({challenge})
+                  or (status = :failed and error = :blocked and ({challenge})
                    and (rendered_at is null or rendered_at < checked_at))
                 order by id""",
-            [f"{c}%" for c in challenges],
+            {
+                "archived": PageStatus.ARCHIVED, "no_text": PageStatus.NO_TEXT, "failed": PageStatus.FAILED,
+                "http": CaptureKind.HTTP, "live": Source.LIVE, "blocked": Reason.BLOCKED, "shell_words": int(shell_words),
+            }
+            | {f"challenge{i}": f"{c}%" for i, c in enumerate(challenges)},
         )
         return [dict(r) for r in rows]
 
