@@ -155,8 +155,17 @@ def test_reindex_rebuilds_from_warc_without_network(tmp_path, web, cli):
 
 
 def test_extract_never_raises_on_garbage():
-    for body in (b"", b"\0\1\2", b"<html>", "<p>文字</p>".encode("utf-16"), b"%PDF-1.4 broken"):
-        assert extract(body, "https://example.com/", None).status in ("archived", "no_text")
+    """Garbage is a page without text, of the kind it looks like; never an exception."""
+    garbage = {
+        b"": "other",
+        b"\0\1\2": "other",
+        b"<html>": "html",
+        "<p>文字</p>".encode("utf-16"): "html",
+        b"%PDF-1.4 broken": "pdf",
+    }
+    for body, kind in garbage.items():
+        result = extract(body, "https://example.com/", None)
+        assert (result.status, result.kind, result.text, result.word_count) == ("no_text", kind, None, 0), body
 
 
 def test_count_words_mixes_han_and_latin():

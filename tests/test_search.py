@@ -175,11 +175,34 @@ def test_cli_and_api_agree(corpus_archive, corpus_db, cli):
         assert all({"url", "title", "snippet", "score"} <= set(h) for h in json.loads(result.stdout))
 
 
-def test_search_filters(corpus_archive, corpus_db, cli):
+def test_search_filters(corpus_archive, corpus_db, cli, tmp_path):
     all_hits = search(corpus_db, "的", limit=1000)
     site = all_hits[0].url.split("/")[2]
     assert {h.url for h in search(corpus_db, "的", limit=1000, site=site)} == {h.url for h in all_hits}
     assert search(corpus_db, "的", site="no.such.site") == []
+    # several hosts: the filter keeps one host, its subdomains, or one site name
+    from mirror.extract import Extraction
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    pages = {
+        "https://a.example/1": "A site",
+        "https://blog.a.example/2": "A blog",
+        "https://b.example/3": "B site",
+        "https://ab.example/4": "A site",
+    }
+    with Archive(tmp_path / "sites") as archive:
+        archive.record_inventory(links_from_urls(list(pages)))
+        for url, name in pages.items():
+            text = "显存优化的正文。" * 20
+            archive.save_extraction(url, Extraction(status="archived", kind="html", title="显存", text=text, sitename=name))
+        found = {site: {h.url for h in search(archive.db, "显存", site=site)} for site in ("a.example", "b.example", "A site", "c.example")}
+    assert found == {
+        "a.example": {"https://a.example/1", "https://blog.a.example/2"},
+        "b.example": {"https://b.example/3"},
+        "A site": {"https://a.example/1", "https://ab.example/4"},
+        "c.example": set(),
+    }
     assert search(corpus_db, "的", seed="(command line)", limit=1000)
     assert search(corpus_db, "的", section="nowhere") == []
     result = cli("search", "的", "--site", "no.such.site", "--archive", str(corpus_archive))

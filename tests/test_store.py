@@ -73,7 +73,7 @@ def test_existing_page_status_is_not_reset(tmp_path):
         archive.record_inventory(read_seeds([seed], base=tmp_path))
         archive.db["pages"].update("https://a.example/1", {"status": "archived"})
         archive.record_inventory(read_seeds([seed], base=tmp_path))
-        assert archive.page_statuses() == {"https://a.example/1": "archived"}
+        assert dict(archive.db.execute("select url, status from pages").fetchall()) == {"https://a.example/1": "archived"}
 
 
 def test_archive_path_that_is_a_file_is_a_clear_error(tmp_path):

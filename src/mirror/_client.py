@@ -25,44 +25,19 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from ._blocked import HINT, blocked_reason
 from ._text import decode
-from .warc import PAGE_HEADER, Capture, CaptureWriter, WarcLocation
+from ._types import Exchange, Reason, http_error
+from .warc import PAGE_HEADER, Capture, CaptureWriter
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
 OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
-
-
-class Reason(StrEnum):
-    """Why a request failed (`pages.error`, `resources.error`); HTTP errors are `http_<status>`."""
-
-    DNS = "dns"
-    CONNECT = "connect"
-    TIMEOUT = "timeout"
-    TLS = "tls"
-    RESET = "reset"
-    PROTOCOL = "protocol"
-    PROXY = "proxy"
-    SCHEME = "scheme"
-    HTTP_ERROR = "http_error"
-    TOO_LARGE = "too_large"
-    BLOCKED = "blocked"
-    BAD_URL = "bad_url"
-    REDIRECT_SCHEME = "redirect_scheme"
-    REDIRECT_LOOP = "redirect_loop"
-    TOO_MANY_REDIRECTS = "too_many_redirects"
-    PRIVATE_ADDRESS = "private_address"
-    INTERNAL = "internal"
-
-
-_RETRYABLE = frozenset({Reason.TIMEOUT, Reason.CONNECT, Reason.RESET, Reason.PROTOCOL, Reason.DNS})
 
 
 class Reach(IntEnum):
@@ -80,39 +55,6 @@ def reach_of_ip(text: str) -> Reach:
     if ip.is_loopback or ip.is_unspecified:  # 0.0.0.0 reaches this machine too
         return Reach.LOOPBACK
     return Reach.PUBLIC if ip.is_global else Reach.PRIVATE
-
-
-@dataclass
-class Exchange:
-    """A request and the redirects it led to: one attempt at a URL."""
-
-    url: str
-    final_url: str
-    status: int | None = None
-    error: str | None = None  # a Reason, or http_<status>
-    message: str | None = None
-    redirects: list[str] = field(default_factory=list)
-    content_type: str | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    location: WarcLocation | None = None
-    retry_after: float | None = None
-    redirect_to: str | None = None  # Location of a 3xx hop, before it is followed
-    started_at: float = 0.0
-    elapsed: float = 0.0
-    give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.status is not None and (200 <= self.status < 300 or self.status == 304)
-
-    @property
-    def retryable(self) -> bool:
-        if self.give_up:
-            return False
-        if self.error in _RETRYABLE:
-            return True
-        return self.error != Reason.BLOCKED and self.status in RETRY_STATUSES
 
 
 @dataclass
@@ -411,7 +353,7 @@ class Client:
         if reason:
             hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
         elif response.status_code >= 400:
-            hop.error = f"http_{response.status_code}"
+            hop.error = http_error(response.status_code)
             hop.message = f"HTTP {response.status_code} {response.reason_phrase}".strip()
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop

@@ -5,7 +5,7 @@ from __future__ import annotations
 import lxml.html
 
 from . import urls
-from .seeds import Link
+from ._types import Link
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 

@@ -13,10 +13,10 @@ import asyncio
 import io
 import re
 from dataclasses import dataclass, field
-from enum import StrEnum
 from http.cookiejar import Cookie
 
 from ._blocked import blocked_reason
+from ._types import RenderError
 from .warc import Capture
 
 LAUNCH_ARGS = [
@@ -38,16 +38,6 @@ FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
 MAX_SCROLLS = 30  # screens scrolled to wake lazy images
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
-
-
-class RenderError(StrEnum):
-    """`pages.render_error`: why a render did not give the page its article."""
-
-    TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
-    FAILED = "render_failed"  # navigation refused (a download, a network error)
-    HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
-    CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
-    BLOCKED = "blocked"  # still a challenge after rendering
 
 
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),

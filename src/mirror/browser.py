@@ -26,11 +26,13 @@ from urllib.parse import urlsplit
 
 from . import warc
 from ._blocked import blocked_reason
-from ._client import Exchange, HostGate
+from ._client import HostGate
 from ._faults import crash_point
-from ._render import Rendered, Renderer, RenderError
-from .extract import Extraction, extract_capture
+from ._render import Rendered, Renderer
+from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
+from .extract import extract_capture
 from .store import Archive, now
+from .store.queries import warc_location, warc_values
 
 __all__ = ["BrowserMode", "CaptureKind", "RenderError", "find_chromium", "render_pass", "resolve"]
 
@@ -39,13 +41,6 @@ class BrowserMode(StrEnum):
     AUTO = "auto"  # pages without text, app shells and JavaScript challenges
     ALWAYS = "always"  # every HTML page
     NEVER = "never"
-
-
-class CaptureKind(StrEnum):
-    """`pages.capture`: which capture the article was extracted from."""
-
-    HTTP = "http"
-    BROWSER = "browser"
 
 
 # `blocked` reasons (see _blocked.py) that a real browser can get past; sign-in walls need --cookies.
@@ -92,10 +87,10 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
 
 def needs_render(archive: Archive, page: dict, mode: BrowserMode) -> bool:
     """Whether a candidate from `Archive.pages_to_render` is worth a browser."""
-    if mode is BrowserMode.ALWAYS or page["status"] != "archived":
+    if mode is BrowserMode.ALWAYS or page["status"] != PageStatus.ARCHIVED:
         return True  # no text, or a challenge
     try:  # a thin page: is it an application shell that JavaScript fills in?
-        _, body = warc.read_payload(archive.path, _location(page))
+        _, body = warc.read_payload(archive.path, warc_location(page))
     except Exception:  # noqa: BLE001 - an unreadable capture is not worth a browser
         return False
     return bool(_SHELL.search(body[:200_000].decode("utf-8", "replace")))
@@ -160,7 +155,7 @@ async def render_pass(
 async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> str:
     """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary."""
     url = page["url"]
-    http = _location(page) if page["status"] != "failed" else archive.last_capture(url)
+    http = warc_location(page) if page["status"] != PageStatus.FAILED else archive.last_capture(url)
     refers = warc.record_id(archive.path, http) if http else None
     source = page["final_url"] or url  # the URI of that HTTP capture
     items: list[warc.Capture | warc.Derived] = list(rendered.responses)
@@ -179,13 +174,8 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
     shots = [next(extra) if rendered.screenshot is not None else None, next(extra) if rendered.full_screenshot is not None else None]
     values: dict[str, object] = {"render_error": rendered.error, "render_note": "; ".join(rendered.notes) or None}
     if shots[0] is not None:
-        values |= {
-            "screenshot_warc_file": shots[0].file,
-            "screenshot_warc_offset": shots[0].offset,
-            "screenshot_warc_length": shots[0].length,
-            "full_screenshot_warc_offset": shots[1].offset if shots[1] else None,
-            "full_screenshot_warc_length": shots[1].length if shots[1] else None,
-        }
+        full = warc_values(shots[1], "full_screenshot_")  # in the first screen's file: no file column of its own
+        values |= warc_values(shots[0], "screenshot_") | {k: v for k, v in full.items() if not k.endswith("_file")}
     article = None
     if dom is not None:
         still = blocked_reason(rendered.status or 200, rendered.final_url, url, rendered.dom[:65536].decode("utf-8", "replace"))
@@ -197,7 +187,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
             except Exception as exc:  # noqa: BLE001 - a failed extraction keeps the HTTP outcome
                 values["render_note"] = _join(rendered.notes, f"extraction of the rendered page failed: {exc}")
     wins = article is not None and (
-        page["status"] == "failed" or (article.status == "archived" and article.word_count > (page["word_count"] or 0))
+        page["status"] == PageStatus.FAILED or (article.status == PageStatus.ARCHIVED and article.word_count > (page["word_count"] or 0))
     )
     if not wins:
         # a render the crash of the browser took down is tried again on the next run
@@ -210,10 +200,8 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
         "final_url": rendered.final_url,
         "content_type": "text/html; charset=utf-8",
         "fetched_at": now(),
-        "warc_file": dom.file,
-        "warc_offset": dom.offset,
-        "warc_length": dom.length,
-        "source": "live",
+        **warc_values(dom),
+        "source": Source.LIVE,
         "error": None,
         "error_message": None,
     }
@@ -229,10 +217,6 @@ def _images(article: Extraction, captured: dict) -> Iterable[Exchange]:
             content_type = next((v for k, v in capture.response_headers if k.lower() == "content-type"), None)
             if 200 <= capture.status < 300 and (content_type or "").startswith("image/"):
                 yield Exchange(url=image, final_url=image, status=capture.status, content_type=content_type, location=location)
-
-
-def _location(page: dict) -> warc.WarcLocation:
-    return warc.WarcLocation(page["warc_file"], page["warc_offset"], page["warc_length"])
 
 
 def _join(notes: list[str], more: str) -> str:

@@ -2,32 +2,58 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
-import sys
 import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ._text import strip_controls
+from ._types import PageStatus
 from .search import MAX_LIMIT
-from .seeds import Inventory, SeedError, links_from_urls, read_seeds
-from .store import Archive, ArchiveError
+from .store import DB_NAME, Archive, ArchiveError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .seeds import Inventory
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     help="Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.",
 )
+
+
+class _Console:
+    """A rich Console made on first use: `mirror search --json` never loads rich."""
+
+    def __init__(self, **options: object):
+        self._options, self._console = options, None
+
+    def get(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.get(), name)
+
+
 # no emoji codes either: ":x:" in a hostile title or a cookies file's line stays text
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+out = _Console(highlight=False, emoji=False)
+err = _Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 ArchiveDir = Annotated[
     Path,
@@ -66,6 +92,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 def safe(value: object) -> str:
     """Untrusted text for rich: no control characters (terminal escapes) and no markup."""
+    from rich.markup import escape
+
     return escape(strip_controls(str(value)))
 
 
@@ -77,6 +105,8 @@ def print_json(data: object) -> None:
 
 def _inventory(sources: list[str] | None) -> Inventory:
     """Seed files/folders and URLs named on the command line (default: seeds/)."""
+    from .seeds import Inventory, SeedError, links_from_urls, read_seeds
+
     sources = sources or ["seeds"]
     urls_ = [s for s in sources if s.lower().startswith(("http://", "https://"))]
     paths = [Path(s) for s in sources if s not in urls_]
@@ -100,20 +130,15 @@ def links(
 ) -> None:
     """Read seed documents and record every link in the archive, without fetching."""
     inventory = _inventory([str(s) for s in sources] if sources else None)
-    try:
-        with Archive(archive) as store:
-            stats = store.record_inventory(inventory)
-    except ArchiveError as exc:
-        fail(str(exc))
-    except STORAGE_ERRORS as exc:
-        storage_failure(archive, exc)
+    with open_archive(archive, create=True) as store:
+        stats = store.record_inventory(inventory)
 
     if as_json:
         rows = []
         for link in inventory.links:
             row = asdict(link)
             row["candidates"] = list(link.candidates)
-            row["status"] = "skipped" if link.skip_reason else "pending"
+            row["status"] = PageStatus.SKIPPED if link.skip_reason else PageStatus.PENDING
             rows.append(row)
         print_json(rows)
     elif len(inventory.links) <= TABLE_ROWS:
@@ -122,7 +147,7 @@ def links(
         out.print(_links_summary(inventory))
     err.print(
         f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
-        f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / 'mirror.db')}"
+        f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / DB_NAME)}"
     )
 
 
@@ -132,6 +157,24 @@ TABLE_ROWS = 300  # more links than this: a summary per seed (drawing a huge tab
 
 
 STORAGE_ERRORS = (OSError, sqlite3.Error)
+
+
+@contextmanager
+def open_archive(
+    folder: Path, *, create: bool = False, readonly: bool = False, lock: bool = False, cleanup: Callable[[], None] = lambda: None
+) -> Iterator[Archive]:
+    """The archive for one command. Whatever goes wrong with the folder or the database, on
+    opening or while the command works in it, ends in a clear error (exit 1), never a traceback;
+    `cleanup` runs first (a progress display to stop, say)."""
+    try:
+        with Archive(folder, create=create, readonly=readonly) as store, (store.lock() if lock else nullcontext()):
+            yield store
+    except ArchiveError as exc:
+        cleanup()
+        fail(str(exc))
+    except STORAGE_ERRORS as exc:
+        cleanup()
+        storage_failure(folder, exc)
 
 
 def storage_failure(archive: Path, exc: Exception) -> NoReturn:
@@ -144,6 +187,8 @@ def storage_failure(archive: Path, exc: Exception) -> NoReturn:
 
 
 def _links_table(links: list) -> Table:
+    from rich.table import Table
+
     table = Table("seed:line", "section", "title", show_lines=False)
     table.add_column("url", overflow="fold")
     table.add_column("note")
@@ -164,6 +209,8 @@ def _links_summary(inventory: Inventory) -> Table:
         links[link.seed] += 1
         skipped[link.seed] += bool(link.skip_reason)
         pages.setdefault(link.seed, set()).add(link.url)
+    from rich.table import Table
+
     table = Table("seed", title=f"{len(inventory.links)} links: too many to list, use --json for every one")
     for column in ("links", "pages", "skipped"):
         table.add_column(column, justify="right")
@@ -209,6 +256,7 @@ def fetch(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Update the inventory, then fetch every pending page into WARC captures."""
+    given = dict(locals())  # the options as typer converted them, by name
     from . import fetch as fetching
     from ._progress import FetchReporter, summary_table
 
@@ -233,46 +281,24 @@ def fetch(
         fail(f"--browser {browser}: {no_browser}", code=2)
     if no_browser:
         err.print(f"[yellow]no browser:[/] {no_browser}; pages that need JavaScript are kept as plain HTTP captures")
+    # every option of this command that FetchOptions knows, by name; the rest are checked above
+    fields = {f.name for f in dataclasses.fields(fetching.FetchOptions)}
     options = fetching.FetchOptions(
-        concurrency=concurrency,
-        per_host=per_host,
-        delay=delay,
-        timeout=timeout,
-        max_bytes=max_bytes,
-        retries=retries,
-        backoff=backoff,
-        user_agent=user_agent or fetching.DEFAULT_USER_AGENT,
-        headers=headers,
-        cookies=cookies,
-        retry_failed=retry_failed,
-        refresh=refresh,
-        wayback=wayback,
-        wayback_api=wayback_api,
-        images=images,
-        workers=workers,
-        browser=mode,
-        chromium=chromium_path,
-        browser_tabs=browser_tabs,
-        header_all_hosts=header_all_hosts,
-        allow_private=allow_private,
+        **{name: value for name, value in given.items() if name in fields},
     )
+    options.user_agent = user_agent or fetching.DEFAULT_USER_AGENT
+    options.headers, options.browser, options.chromium = headers, mode, chromium_path
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
     inventory = _inventory(sources)
-    reporter = FetchReporter(err)
+    reporter = FetchReporter(err.get())
     try:
-        with Archive(archive) as store, store.lock():
+        with open_archive(archive, create=True, lock=True, cleanup=reporter.stop) as store:
             store.record_inventory(inventory)
             summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render)
-    except ArchiveError as exc:
-        reporter.stop()
-        fail(str(exc))
     except fetching.FetchError as exc:
         reporter.stop()
         fail(str(exc), code=2)
-    except STORAGE_ERRORS as exc:
-        reporter.stop()
-        storage_failure(archive, exc)
     except KeyboardInterrupt:
         reporter.stop()
         err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
@@ -290,15 +316,10 @@ def reindex(
     workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
-    from .extract import reindex as run_reindex
+    from .reindex import reindex as run_reindex
 
-    try:
-        with Archive(archive, create=False) as store, store.lock():
-            counts = run_reindex(store, workers=workers)
-    except ArchiveError as exc:
-        fail(str(exc))
-    except STORAGE_ERRORS as exc:
-        storage_failure(archive, exc)
+    with open_archive(archive, lock=True) as store:
+        counts = run_reindex(store, workers=workers)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
 
 
@@ -316,20 +337,18 @@ def search_command(
     from .search import SearchError, search
 
     try:
-        with Archive(archive, create=False) as store:
-            hits = search(store.db, query, limit=limit, site=site, seed=seed, section=section)
+        with open_archive(archive, readonly=True) as store:
+            hits = search(store.conn, query, limit=limit, site=site, seed=seed, section=section)
     except SearchError as exc:
         fail(str(exc), code=2)
-    except ArchiveError as exc:
-        fail(str(exc))
-    except STORAGE_ERRORS as exc:
-        storage_failure(archive, exc)
     if as_json:
         print_json([h.as_dict() for h in hits])
         return
     if not hits:
         err.print(f"no saved article matches {safe(repr(query))}")
         return
+    from rich.markup import escape
+
     for n, hit in enumerate(hits, 1):
         snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
         snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
@@ -340,30 +359,20 @@ def search_command(
 
 @app.command()
 def show(
-    page: Annotated[str, typer.Argument(help="A page's URL (as written or normalized) or its rowid.")],
+    page: Annotated[str, typer.Argument(help="A page's URL (as written or normalized) or its id.")],
     archive: ArchiveDir = Path("archive"),
 ) -> None:
     """Show a saved article as Markdown, with its metadata and where it came from."""
     from rich.markdown import Markdown
 
+    from .store import queries
     from .urls import normalize
 
-    try:
-        with Archive(archive, create=False) as store:
-            rows = list(
-                store.db.query(
-                    "select rowid, * from pages where url = ? or url = ? or rowid = ? or final_url = ?",
-                    [page, normalize(page), page if page.isdigit() else -1, page],
-                )
-            )
-            if not rows:
-                fail(f"{page}: no such page in {archive / 'mirror.db'}", code=1)
-            row = rows[0]
-            origins = list(store.db.query("select seed, line, section, title from links where url = ? order by seed, line", [row["url"]]))
-    except ArchiveError as exc:
-        fail(str(exc))
-    except STORAGE_ERRORS as exc:
-        storage_failure(archive, exc)
+    with open_archive(archive, readonly=True) as store:
+        row = queries.find_page(store.db, page, normalize(page))
+        if row is None:
+            fail(f"{page}: no such page in {archive / DB_NAME}", code=1)
+        origins = queries.origins(store.db, row["url"])
     out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
     facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
              ("date", row["date"]), ("language", row["language"]), ("captured", row["fetched_at"]), ("error", row["error_message"])]
@@ -399,18 +408,14 @@ def serve(
 
     from ._loopback import is_loopback_address, loopback_hosts_only
 
-    db_path = archive / "mirror.db"
-    if not db_path.is_file():
-        fail(f"{db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
-    try:
-        with Archive(archive):  # brings an older database up to the current schema
-            pass
-    except ArchiveError as exc:
-        fail(str(exc))
-    except STORAGE_ERRORS as exc:
-        storage_failure(archive, exc)
+    db_path = archive / DB_NAME
+    with open_archive(archive, readonly=True):  # brings an older database up to the current schema where it can
+        pass
     _check_port_free(host, port)
-    datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
+    if os.access(archive, os.W_OK):
+        datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
+    else:  # a read-only folder: nobody can change the file, and SQLite needs no -shm beside it
+        datasette = Datasette(immutables=[str(db_path)], settings={"sql_time_limit_ms": 5000})
     app_ = datasette.app()
     if is_loopback_address(host):  # DNS rebinding: a web page must not reach this server
         app_ = loopback_hosts_only(app_, set(allow_host or ()))

@@ -7,17 +7,16 @@ file itself, so only a file offset crosses the process boundary.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ._charset import legacy_chinese
 from ._markdown import mark_images, render_article, serialize
 from ._sniff import sniff
 from ._text import decode
-from .warc import WarcLocation, read_payload
+from ._types import Extraction, PageStatus, WarcLocation
+from .warc import read_payload
 
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
 
@@ -80,28 +79,6 @@ def _narrow_date_parser() -> None:
 _narrow_date_parser()
 
 
-@dataclass
-class Extraction:
-    status: str  # archived (there is text to read) or no_text
-    kind: str  # html, pdf, text, other
-    title: str | None = None
-    author: str | None = None
-    date: str | None = None
-    sitename: str | None = None
-    description: str | None = None
-    language: str | None = None
-    tags: str | None = None
-    text: str | None = None
-    markdown: str | None = None
-    word_count: int = 0
-    images: list[str] = field(default_factory=list)  # absolute URLs the article shows
-
-    def as_row(self) -> dict:
-        row = asdict(self)
-        row["images"] = json.dumps(self.images) if self.images else None
-        return row
-
-
 def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str) -> Extraction:
     """Extract the response record at `location` (what a pool worker runs)."""
     headers, body = read_payload(Path(archive_dir), location)
@@ -114,10 +91,10 @@ def extract(body: bytes, url: str, content_type: str | None = None) -> Extractio
         return _extract_pdf(body)
     if kind == "text":
         text = decode_html(body, content_type).strip()
-        return _finish(Extraction(status="archived", kind="text", text=text, markdown=text))
+        return _finish(Extraction(status=PageStatus.ARCHIVED, kind="text", text=text, markdown=text))
     if kind == "html":
         return _extract_html(body, url, content_type)
-    return Extraction(status="no_text", kind="other")
+    return Extraction(status=PageStatus.NO_TEXT, kind="other")
 
 
 def decode_html(body: bytes, content_type: str | None = None) -> str:
@@ -234,12 +211,12 @@ def _extract_pdf(body: bytes) -> Extraction:
         pages = [page.extract_text() or "" for page in reader.pages]
         info = reader.metadata or {}
     except (PdfReadError, ValueError, KeyError, TypeError, OSError):
-        return Extraction(status="no_text", kind="pdf")
+        return Extraction(status=PageStatus.NO_TEXT, kind="pdf")
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     first_line = next((line.strip() for line in text.splitlines() if line.strip()), None)
     title = (getattr(info, "title", None) or "").strip() or first_line
     result = Extraction(
-        status="archived",
+        status=PageStatus.ARCHIVED,
         kind="pdf",
         title=title,
         author=(getattr(info, "author", None) or "").strip() or None,
@@ -262,8 +239,7 @@ def _finish(result: Extraction) -> Extraction:
     for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
         setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
-    if result.word_count < MIN_WORDS:
-        result.status = "no_text"
+    result.status = PageStatus.NO_TEXT if result.word_count < MIN_WORDS else PageStatus(result.status)
     return result
 
 
@@ -284,31 +260,3 @@ def _language(html: str, text: str) -> str | None:
 def _html_title(html: str) -> str | None:
     match = re.search(r"<title[^>]*>(.*?)</title>", html[:20000], re.I | re.S)
     return " ".join(match[1].split()) or None if match else None
-
-
-def reindex(archive, workers: int | None = None, on_page=None) -> dict[str, int]:
-    """Re-extract every captured page from its WARC record (no network), then rebuild search.
-
-    Returns counts by resulting status.
-    """
-    from collections import Counter
-
-    from .fetch import extraction_pool, safe_extract
-
-    counts: Counter = Counter()
-    pages = archive.captured_pages()
-    batch: list[tuple[str, Extraction]] = []
-    with extraction_pool(workers) as pool:
-        futures = [(url, pool.submit(safe_extract, str(archive.path), location, final)) for url, final, location in pages]
-        for url, future in futures:
-            extraction = future.result()
-            batch.append((url, extraction))
-            counts[extraction.status] += 1
-            if on_page:
-                on_page(url, extraction)
-            if len(batch) >= 200:  # a transaction per batch, not per page
-                archive.save_extractions(batch)
-                batch = []
-    archive.save_extractions(batch)
-    counts["indexed"] = archive.rebuild_index()
-    return dict(counts)

@@ -8,28 +8,26 @@ soon as it is done, so an interrupted run loses nothing it finished.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 import re
 import sqlite3
 import tempfile
 import time
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from . import requisites, warc
-from ._client import Budget, Client, Exchange, Reach, Reason, backoff_delay
+from ._client import Budget, Client, Reach, backoff_delay
 from ._faults import crash_point
 from .browser import render_pass
-from .extract import Extraction, extract_capture
+from ._pool import extraction_pool, safe_extract
+from ._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source
 from .recovery import recover
-from .store import Archive, PageToFetch
+from .store import Archive
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
 
@@ -40,7 +38,8 @@ DEFAULT_USER_AGENT = (
 
 
 class FetchError(Exception):
-    """The run itself cannot proceed (bad cookies file, archive locked, ...)."""
+    """The run cannot start: the cookies file cannot be read or is not a cookies.txt.
+    (A locked or unusable archive is a `mirror.store.ArchiveError`.)"""
 
 
 @dataclass
@@ -75,22 +74,6 @@ class FetchOptions:
 
 
 @dataclass
-class PageResult:
-    """What happened to one page in this run."""
-
-    url: str
-    final: Exchange
-    attempts: list[Exchange]
-    source: str = "live"  # or "wayback"
-    wayback_timestamp: str | None = None
-    extraction: Extraction | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.final.ok
-
-
-@dataclass
 class Summary:
     total: int = 0
     done: int = 0
@@ -98,7 +81,6 @@ class Summary:
     errors: Counter = field(default_factory=Counter)
     host_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     elapsed: float = 0.0
-    interrupted: bool = False
     repaired_warcs: list[str] = field(default_factory=list)
     rendered: Counter = field(default_factory=Counter)  # browser pass outcomes
     recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
@@ -120,7 +102,6 @@ class Summary:
             "errors": dict(self.errors),
             "slowest_hosts": [{"host": h, "mean_seconds": round(s, 3), "pages": n} for h, s, n in self.slowest_hosts()],
             "elapsed_seconds": round(self.elapsed, 3),
-            "interrupted": self.interrupted,
             "repaired_warcs": self.repaired_warcs,
             "rendered": dict(self.rendered),
             "recovered": self.recovered,
@@ -176,9 +157,6 @@ def run(
     started = time.monotonic()
     try:
         asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render))
-    except KeyboardInterrupt:
-        summary.interrupted = True
-        raise
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
@@ -230,7 +208,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         done(page, result, article)
 
     def done(page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
-        archive.record_fetch(result, was_archived=page.archived, extraction=article)
+        archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
         result.extraction = article
         summary.done += 1
         summary.statuses[_outcome(result, page)] += 1
@@ -242,7 +220,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
         if on_page:
             on_page(result, summary)
-        if options.images and article is not None and article.status == "archived":
+        if options.images and article is not None and article.status == PageStatus.ARCHIVED:
             # in a task of its own: a page's status never waits for its images
             image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, result.final)))
 
@@ -312,41 +290,6 @@ def _internal_failure(url: str, exc: Exception) -> PageResult:
     return PageResult(url, failed, [failed])
 
 
-def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
-    """Worker processes for trafilatura.
-
-    Spawned, not forked: the fetcher has threads (DNS lookups) that a fork
-    could catch holding a lock. Each worker watches its parent and leaves
-    when it is gone, so a kill -9 of `mirror fetch` leaves no orphans.
-    """
-    return ProcessPoolExecutor(
-        max_workers=workers or os.cpu_count() or 1,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with,
-        initargs=(os.getpid(),),
-    )
-
-
-def _exit_with(parent: int) -> None:
-    """In a worker: leave as soon as `mirror fetch` is gone (kill -9 leaves no orphans)."""
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:  # a dead parent's children are adopted at once, even before it is reaped
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
-
-
-def safe_extract(archive_dir: str, location: warc.WarcLocation, url: str) -> Extraction:
-    """Extraction never takes the run down: a failure is a page without text."""
-    try:
-        return extract_capture(archive_dir, location, url)
-    except Exception as exc:  # noqa: BLE001
-        return Extraction(status="no_text", kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")
-
-
 async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach, done: set[str]) -> None:
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
@@ -356,39 +299,43 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
     for image in images:
         if image in done:
             continue
-        for attempt in range(budget.retries + 1):
-            exchange = await client.get(image, budget=budget, reach=page_reach)
-            if not exchange.retryable or attempt == budget.retries:
-                break
-            await asyncio.sleep(backoff_delay(attempt, budget.backoff, exchange.retry_after, budget.timeout))
+        tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
+        exchange = tries[-1]
         results.append(exchange)
         if exchange.ok:
             done.add(image)
     archive.record_resources(page_url, results)
 
 
-def _outcome(result: PageResult, page: PageToFetch) -> str:
+async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
+    """Every try at one request: again after a backoff (or Retry-After, up to `cap`) while
+    retrying may help, at most `retries` more times. The last try is the outcome."""
+    tries: list[Exchange] = []
+    for attempt in range(retries + 1):
+        tries.append(await get())
+        if not tries[-1].retryable or attempt == retries:
+            break
+        await asyncio.sleep(backoff_delay(attempt, backoff, tries[-1].retry_after, cap))
+    return tries
+
+
+def _outcome(result: PageResult, page: PageToFetch) -> Outcome:
     if result.ok:
         if result.final.status == 304:
-            return "unchanged"
-        return result.extraction.status if result.extraction else "archived"
-    return "gone" if page.archived else "failed"
+            return Outcome.UNCHANGED
+        return Outcome(result.extraction.status) if result.extraction else Outcome.ARCHIVED
+    return Outcome.GONE if page.has_capture else Outcome.FAILED
 
 
 async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -> PageResult:
     headers: dict[str, str] = {}
-    if options.refresh and page.archived:
+    if options.refresh and page.has_capture:
         if page.etag:
             headers["If-None-Match"] = page.etag
         if page.last_modified:
             headers["If-Modified-Since"] = page.last_modified
-    attempts: list[Exchange] = []
-    for attempt in range(options.retries + 1):
-        final = await client.get(page.url, headers)
-        attempts.append(final)
-        if not final.retryable or attempt == options.retries:
-            break
-        await asyncio.sleep(backoff_delay(attempt, options.backoff, final.retry_after, options.retry_after_cap))
+    attempts = await with_retries(lambda: client.get(page.url, headers), options.retries, options.backoff, options.retry_after_cap)
+    final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed
             alternative = await client.get(candidate)
@@ -397,7 +344,7 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
                 final = alternative
                 break
     result = PageResult(page.url, final, attempts)
-    if not final.ok and options.wayback and not page.archived:
+    if not final.ok and options.wayback and not page.has_capture:
         await _wayback(client, options, result)
     return result
 
@@ -418,5 +365,5 @@ async def _wayback(client: Client, options: FetchOptions, result: PageResult) ->
     result.attempts.append(exchange)
     if exchange.ok:
         result.final = exchange
-        result.source = "wayback"
+        result.source = Source.WAYBACK
         result.wayback_timestamp = str(closest.get("timestamp") or "") or None

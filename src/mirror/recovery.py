@@ -16,16 +16,16 @@ from urllib.parse import urljoin
 
 from . import warc
 from ._blocked import blocked_reason
-from ._client import Exchange, is_htmlish
-from .extract import Extraction
-from .store import Archive, PageToFetch
+from ._client import is_htmlish
+from ._types import Exchange, Extraction, PageToFetch
+from .store import Archive
 
 Extract = Callable[[warc.WarcLocation, str], Awaitable[Extraction]]
 
 
 async def recover(archive: Archive, files: list[Path], pages: list[PageToFetch], extract: Extract) -> list[tuple[PageToFetch, Exchange, Extraction | None]]:
     """Pages among `pages` (never captured yet) whose final response is in `files`."""
-    wanted = {page.url: page for page in pages if not page.archived}
+    wanted = {page.url: page for page in pages if not page.has_capture}
     if not wanted or not files:
         return []
     found = await asyncio.to_thread(_final_responses, archive.path, files, set(wanted))

@@ -19,6 +19,7 @@ import tinycss2
 from . import warc
 from ._text import decode
 from .extract import decode_html
+from .store import queries
 
 if TYPE_CHECKING:
     from ._client import Exchange
@@ -180,17 +181,13 @@ async def capture_page(archive, page: Exchange, fetch_all: Callable[[list[str]],
 
 def captured_css(folder, db, url: str) -> str | None:
     """The archived stylesheet at `url` as text, or None (not archived, not CSS)."""
-    row = db.execute(
-        "select warc_file, warc_offset, warc_length, content_type from resources "
-        "where url = ? and status = 'archived' order by fetched_at desc limit 1",
-        [url],
-    ).fetchone()
-    if row is None or not is_css(row[3], url):
+    row = queries.latest_resource(db, url)
+    if row is None or not is_css(row["content_type"], url):
         return None
-    _, body = warc.read_payload(folder, warc.WarcLocation(row[0], row[1], row[2]))
+    _, body = warc.read_payload(folder, queries.warc_location(row))
     if len(body) > MAX_CSS_BYTES:  # parsing costs seconds per megabyte: kept, not followed
         return None
-    return decode_css(body, row[3])
+    return decode_css(body, row["content_type"])
 
 
 def is_css(content_type: str | None, url: str) -> bool:

@@ -23,24 +23,32 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+from ._fts import (  # the index's layout, re-exported: search is its public face
+    BARRIER,
+    CJK,
+    CJK_CLASS,
+    FTS_COLUMNS,
+    FTS_TABLE,
+    ZWSP,
+    bigrams,
+    desegment,
+    ensure_index,
+    index_insert,
+    segment,
+)
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = [
-    "FTS_TABLE", "MAX_LIMIT", "Hit", "SearchError", "SearchTimeout", "bigrams", "build_match", "check_query",
-    "cjk_words", "desegment", "parse_limit", "search", "segment",
+    "BARRIER", "FTS_COLUMNS", "FTS_TABLE", "MAX_LIMIT", "ZWSP", "Hit", "SearchError", "SearchTimeout", "bigrams",
+    "build_match", "check_query", "cjk_words", "desegment", "ensure_index", "index_insert", "parse_limit", "search",
+    "segment",
 ]
 
-FTS_TABLE = "pages_fts"
-FTS_COLUMNS = ("title", "text", "author", "sitename")  # the pages columns searched
-BIGRAM_COLUMNS = ("title2", "body2")  # CJK bigrams of the title; of text, author and sitename
-INDEX_COLUMNS = FTS_COLUMNS + BIGRAM_COLUMNS
 WEIGHTS = (10.0, 1.0, 2.0, 2.0, 10.0, 1.0)  # bm25: title above body
-ZWSP = "\u200b"
-BARRIER = "\ue000"  # private-use: unicode61 keeps it as a token of its own
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
-_CJK = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]{{2,}}")
-_CJK_GAP = re.compile(f"(?<=[{_CJK_CLASS}])([^{_CJK_CLASS}\\w]+)(?=[{_CJK_CLASS}])")
 _MARK_START, _MARK_END = "\x02", "\x03"
 
 # Bounds on what one search may cost: every path (CLI, JSON API, the plugin's
@@ -57,29 +65,6 @@ class SearchError(ValueError):
 
 class SearchTimeout(SearchError):
     """The search ran past its time limit and was stopped."""
-
-
-def segment(text: str | None) -> str:
-    """Text as indexed: each CJK character a token, gaps between them barriers."""
-    if not text:
-        return ""
-    text = text.replace(ZWSP, "").replace(BARRIER, "")
-    text = _CJK_GAP.sub(lambda m: f"{ZWSP}{BARRIER}{ZWSP}{m[1]}", text)
-    return _CJK.sub(lambda m: f"{ZWSP}{m[0]}{ZWSP}", text)
-
-
-def bigrams(*texts: str | None) -> str:
-    """Adjacent CJK character pairs as tokens; separate runs and fields are barriers apart."""
-    streams = []
-    for text in texts:
-        for run in _CJK_RUN.findall((text or "").replace(ZWSP, "").replace(BARRIER, "")):
-            streams.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
-    return f" {BARRIER} ".join(streams)
-
-
-def desegment(text: str) -> str:
-    """Undo `segment`, so snippets show the original text."""
-    return text.replace(ZWSP, "").replace(BARRIER, "")
 
 
 def build_match(query: str) -> str | None:
@@ -141,17 +126,17 @@ def cjk_words(query: str) -> list[str]:
         chunks = [piece[1:-1]] if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2 else piece.split()
         for chunk in chunks:
             tokens = _phrase_tokens(chunk)
-            if tokens and all(_CJK.fullmatch(t) for t in tokens):
+            if tokens and all(CJK.fullmatch(t) for t in tokens):
                 words.append("".join(tokens))
     return words
 
 
 def _term(tokens: list[str], prefix: bool) -> str:
-    if len(tokens) >= 2 and all(_CJK.fullmatch(t) for t in tokens):
+    if len(tokens) >= 2 and all(CJK.fullmatch(t) for t in tokens):
         word = "".join(tokens)  # a phrase of its overlapping bigrams, found in the bigram columns
         return _quote([word[i : i + 2] for i in range(len(word) - 1)])
     expression = _quote(tokens)
-    if prefix and not _CJK.search(tokens[-1]):
+    if prefix and not CJK.search(tokens[-1]):
         expression += "*"
     return expression
 
@@ -159,7 +144,7 @@ def _term(tokens: list[str], prefix: bool) -> str:
 def _phrase_tokens(text: str) -> list[str]:
     """The tokens unicode61 would see in `text` once segmented."""
     tokens = []
-    for run in re.findall(rf"[{_CJK_CLASS}]|[^\W_]+", text):
+    for run in re.findall(rf"[{CJK_CLASS}]|[^\W_]+", text):
         run = "".join(ch for ch in run if ch != BARRIER)
         if run:
             tokens.append(run)
@@ -197,7 +182,7 @@ def highlight(snippet: str, start: str, end: str) -> str:
 
 
 def search(
-    db: sqlite_utils.Database,
+    db: sqlite_utils.Database | sqlite3.Connection,
     query: str,
     *,
     limit: int = 20,
@@ -215,7 +200,8 @@ def search(
     check_query(query)
     limit = parse_limit(limit)
     match = build_match(query)
-    if match is None or not db[FTS_TABLE].exists():
+    conn = getattr(db, "conn", db)  # a sqlite-utils Database, or a plain connection
+    if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
         return []
     where = [f"{FTS_TABLE} MATCH :match"]
     params: dict[str, object] = {"match": match, "limit": limit}
@@ -251,8 +237,10 @@ def search(
     """
     hits = []
     words = cjk_words(query)
-    with _deadline(db.conn, time_limit):
-        rows = list(db.query(sql, params))
+    with _deadline(conn, time_limit):
+        cursor = conn.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     for row in rows:
         if _MARK_START in (row["snippet_text"] or ""):
             snippet = row["snippet_text"]
@@ -316,26 +304,3 @@ def _clean_snippet(snippet: str) -> str:
     text = _MD_LINK.sub(r"\1", _MD_IMAGE.sub("", text))
     text = _CUT_TARGET_END.sub(lambda m: (m[1] or "").lstrip("![") + "…", _CUT_TARGET_START.sub(r"\1", text))
     return re.sub(r"\s+", " ", _CONTROL.sub("", text)).strip()
-
-
-def index_insert(page_id: int, row: dict) -> tuple[str, list]:
-    """SQL that indexes a page, rowid = pages.id: segmented copies of its searchable
-    columns, then the CJK bigrams of its title and of the rest."""
-    columns = ", ".join(INDEX_COLUMNS)
-    marks = ", ".join("?" for _ in INDEX_COLUMNS)
-    values = [segment(row.get(column)) for column in FTS_COLUMNS]
-    values += [bigrams(row.get("title")), bigrams(row.get("text"), row.get("author"), row.get("sitename"))]
-    return f"insert into {FTS_TABLE} (rowid, {columns}) values (?, {marks})", [page_id, *values]
-
-
-def ensure_index(db: sqlite_utils.Database) -> bool:
-    """Create the index if missing (or of an older layout); True if it was (re)created empty."""
-    if db[FTS_TABLE].exists():
-        if [c.name for c in db[FTS_TABLE].columns] == list(INDEX_COLUMNS):
-            return False
-        db.execute(f"drop table {FTS_TABLE}")
-    db.execute(
-        f"create virtual table {FTS_TABLE} using fts5("
-        f"{', '.join(INDEX_COLUMNS)}, tokenize = 'unicode61 remove_diacritics 2')"
-    )
-    return True

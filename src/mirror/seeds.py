@@ -14,27 +14,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import urls
+from ._types import COMMAND_LINE, Link
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "parse_text", "read_seeds"]
 
 
 class SeedError(Exception):
     """A source the user named cannot be read at all."""
-
-
-@dataclass(frozen=True)
-class Link:
-    """One occurrence of a link in a seed document."""
-
-    url: str  # normalized: the identity of the page
-    url_as_written: str
-    seed: str
-    line: int
-    col: int  # 1-based character column, so that two links on one line stay distinct
-    title: str | None = None
-    section: str | None = None
-    skip_reason: str | None = None
-    candidates: tuple[str, ...] = ()  # glued-URL repairs, tried after a 404
 
 
 @dataclass
@@ -67,7 +53,6 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
     return inventory
 
 
-COMMAND_LINE = "(command line)"
 
 
 def links_from_urls(written: list[str]) -> Inventory:

@@ -12,6 +12,8 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit, urlunsplit
 
 from courlan.clean import TRACKERS_RE
 
+from ._types import Reason
+
 __all__ = [
     "FETCHABLE_SCHEMES",
     "classify",
@@ -80,12 +82,12 @@ def classify(url: str) -> tuple[str, str] | None:
     """
     url = url.strip()
     if not url:
-        return "malformed", "empty link"
+        return Reason.MALFORMED, "empty link"
     scheme = _scheme(url)
     if scheme is None:
-        return "relative", "relative link with no site to fetch it from"
+        return Reason.RELATIVE, "relative link with no site to fetch it from"
     if scheme not in FETCHABLE_SCHEMES:
-        return "scheme", {
+        return Reason.SCHEME, {
             "mailto": "e-mail address (mailto:), not a page",
             "javascript": "javascript: link, not a page",
             "file": "local file (file:), not on the web",
@@ -95,11 +97,11 @@ def classify(url: str) -> tuple[str, str] | None:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a malformed port
     except ValueError as exc:
-        return "malformed", f"malformed URL: {exc}"
+        return Reason.MALFORMED, f"malformed URL: {exc}"
     if not parts.hostname:
-        return "malformed", "malformed URL: no host"
+        return Reason.MALFORMED, "malformed URL: no host"
     if not re.fullmatch(r"[\w.\-\[\]:]+", parts.hostname):
-        return "malformed", "malformed URL: invalid characters in host"
+        return Reason.MALFORMED, "malformed URL: invalid characters in host"
     return None
 
 

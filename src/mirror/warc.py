@@ -23,6 +23,8 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from ._types import WarcLocation
+
 __all__ = ["PAGE_HEADER", "Capture", "CaptureWriter", "Derived", "Response", "WarcError", "WarcLocation", "read_payload", "record_id", "repair", "responses"]
 
 WARC_DIR = "warc"
@@ -37,15 +39,6 @@ _COMPRESSED_TYPES = re.compile(r"^(image/(?!svg|bmp|x-icon|vnd\.microsoft)|video
 _COMPRESSED_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
 # Hop-by-hop framing that no longer describes the de-chunked payload we store.
 _FRAMING = {"transfer-encoding", "content-length"}
-
-
-@dataclass(frozen=True)
-class WarcLocation:
-    """Where a response record lives: file name relative to archive/warc/."""
-
-    file: str
-    offset: int
-    length: int
 
 
 @dataclass

@@ -11,12 +11,13 @@ from urllib.parse import urlencode
 
 from datasette import Response
 
+from .._types import PageStatus
 from ..requisites import web_url
-from .views import _archive, _views, reader_csp
+from ._common import _archive, _views, reader_csp
 
 PER_PAGE = 200
 RECENT = 10
-STATUSES = ("archived", "no_text", "failed", "pending", "skipped")  # the pages.status vocabulary
+STATUSES = (PageStatus.ARCHIVED, PageStatus.NO_TEXT, PageStatus.FAILED, PageStatus.PENDING, PageStatus.SKIPPED)  # reading order
 
 
 @_views

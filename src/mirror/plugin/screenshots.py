@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datasette import Response
 
-from .views import _archive, _Missing, _page_id, _payload, _views
+from ._common import _archive, _Missing, _page_id, _payload, _views
 
 HEADERS = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
 

@@ -20,7 +20,7 @@ from datasette.utils.asgi import Request
 from ..search import FTS_TABLE, WEIGHTS, build_match
 from ..store import FACETS_INDEX
 from ._permissions import can_read_archive
-from .views import reader_csp
+from ._common import reader_csp
 
 TABLE = "pages"
 FACETS = ("host", "status", "seeds", "sections", "language")  # as configured on the table

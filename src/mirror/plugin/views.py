@@ -6,12 +6,8 @@ Everything is served from the archive; nothing here touches the network.
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
-import hashlib
 import html
 import re
-from pathlib import Path
 from urllib.parse import quote, urldefrag, urljoin
 
 import nh3
@@ -22,25 +18,13 @@ from markdown_it import MarkdownIt
 from ..extract import decode_html
 from ..requisites import MAX_CSS_BYTES
 from ..search import SearchError, parse_limit, search
-from ..warc import WarcError, WarcLocation, read_payload
-from ._permissions import can_read_archive
+from ..store import queries
+from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
+from .screenshots import with_screenshots
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
-# Our own pages: scripts only from files datasette serves, never inline.
-READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'{known}; object-src 'none'; base-uri 'none'"
-
-
-@functools.cache
-def reader_csp() -> str:
-    """READER_CSP, allowing by its hash the one inline line datasette 1.0's base.html
-    writes (`window.datasetteVersion = '…';`) and nothing else inline."""
-    from datasette.version import __version__
-
-    line = f"window.datasetteVersion = '{__version__}';"
-    digest = base64.b64encode(hashlib.sha256(line.encode()).digest()).decode()
-    return READER_CSP.format(known=f" 'sha256-{digest}'")
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 # Parse every link, whatever its scheme: nh3 then drops hrefs that are not
 # http(s) and keeps the words (markdown-it would leave "[words](javascript:…)").
@@ -51,67 +35,12 @@ _ALT = re.compile(r'\balt="([^"]*)"')
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon")
 
 
-class _Missing(Exception):
-    """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
-
-
-class _BadRequest(Exception):
-    """Answered as a 400 page saying what to change."""
-
-
-class _Forbidden(Exception):
-    """Answered as a 403 page: datasette's permissions say no."""
-
-
-def _views(view):
-    async def wrapped(datasette, request):
-        try:
-            return await view(datasette, request)
-        except _Missing as exc:
-            return await _error_page(datasette, request, str(exc), "Not found", 404)
-        except _BadRequest as exc:
-            return await _error_page(datasette, request, str(exc), "Bad request", 400)
-        except _Forbidden as exc:
-            return await _error_page(datasette, request, str(exc), "Forbidden", 403)
-
-    wrapped.__name__ = view.__name__
-    return wrapped
-
-
-async def _error_page(datasette, request, message: str, title: str, status: int) -> Response:
-    if request.args.get("_format") == "json":
-        return Response.json({"ok": False, "error": message, "status": status}, status=status)
-    context = {"ok": False, "error": message, "title": title, "status": status}
-    return Response.html(await datasette.render_template("error.html", context, request=request), status=status)
-
-
-def _page_id(request) -> int:
-    """The page id in the URL; anything but a plausible rowid is a missing page."""
-    text = request.url_vars["id"]
-    if not re.fullmatch(r"\d{1,18}", text):
-        raise _Missing("no such page in this archive")
-    return int(text)
-
-
 def web_url(url: str | None) -> str | None:
     """`url` if it may become a link (http or https), else None: shown as text only."""
     if not url:
         return None
     scheme, sep, _ = url.strip().partition(":")
     return url if sep and scheme.lower() in _WEB_SCHEMES else None
-
-
-async def _archive(datasette, request):
-    """The mirror database (named `mirror`, or the first with a pages table), if the
-    actor may read it (datasette's permissions)."""
-    for name, db in datasette.databases.items():
-        if name == "_internal" or db.path is None:
-            continue
-        if name == "mirror" or await db.table_exists("pages"):
-            if not await can_read_archive(datasette, request.actor, name):
-                raise _Forbidden("you may not read this archive")
-            return db
-    raise _Missing("no mirror archive is attached to this datasette")
 
 
 @_views
@@ -133,8 +62,6 @@ async def search_view(datasette, request):
         }
         for hit in hits
     ]
-    from .screenshots import with_screenshots  # (it imports this module)
-
     shots = await with_screenshots(db, [hit.id for hit in hits])
     for row in rows:
         row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
@@ -148,20 +75,12 @@ async def search_view(datasette, request):
 async def reader_view(datasette, request):
     db = await _archive(datasette, request)
     page_id = _page_id(request)
-    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    page = await _read(db, queries.page_by_id, page_id)
     if page is None:
         raise _Missing(f"no page {page_id} in this archive")
-    page = dict(page)
-    origins = [dict(r) for r in await db.execute("select seed, line, section, title from links where url = ? order by seed, line", [page["url"]])]
-    attempts = [
-        dict(r)
-        for r in await db.execute(
-            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts "
-            "where url = ? order by id desc",
-            [page["url"]],
-        )
-    ]
-    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    origins = await _read(db, queries.origins, page["url"])
+    attempts = await _read(db, queries.attempts_of, page["url"])
+    archived = await _read(db, queries.archived_resource_urls)
     markdown = page.get("markdown") or ""
     if page.get("title") and markdown.startswith(f"# {page['title']}\n"):
         markdown = markdown.split("\n", 1)[1]  # the page heading already shows the title
@@ -185,7 +104,7 @@ async def snapshot_view(datasette, request):
     """The captured page itself, defused and sandboxed."""
     db = await _archive(datasette, request)
     page_id = _page_id(request)
-    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    page = await _read(db, queries.page_by_id, page_id)
     if page is None or not page["warc_file"]:
         raise _Missing("no saved copy of this page")
     headers, body = _payload(db, page)
@@ -203,7 +122,7 @@ async def snapshot_view(datasette, request):
         # scripts, SVG, PDF, text…: never rendered in our origin, only saved to disk
         disposition = {"Content-Disposition": f'attachment; filename="mirror-page-{page_id}"'}
         return Response(body, content_type="application/octet-stream", headers=security | disposition)
-    archived = {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
+    archived = await _read(db, queries.archived_resource_urls)
     base = page["final_url"] or page["url"]
     # parsing a big hostile page takes a while: never on the event loop that serves everyone
     cleaned = await asyncio.to_thread(lambda: defuse_html(decode_html(body, content_type), base, archived, datasette))
@@ -215,13 +134,7 @@ async def resource_view(datasette, request):
     """An archived image, by its original URL."""
     db = await _archive(datasette, request)
     url = request.args.get("url", "")
-    row = (
-        await db.execute(
-            "select warc_file, warc_offset, warc_length, content_type from resources "
-            "where url = ? and status = 'archived' order by fetched_at desc limit 1",
-            [url],
-        )
-    ).first()
+    row = await _read(db, queries.latest_resource, url)
     if row is None:
         raise _Missing("this resource was not archived")
     _, body = _payload(db, row)
@@ -230,7 +143,7 @@ async def resource_view(datasette, request):
     if is_stylesheet(content_type, url):  # served with its references made local
         if len(body) > MAX_CSS_BYTES:  # rewriting costs seconds per megabyte
             return Response(f"/* not served: {len(body)} bytes of CSS */", content_type="text/css; charset=utf-8", headers=headers)
-        archived = await _archived_urls(db)
+        archived = await _read(db, queries.archived_resource_urls)
         local = lambda u: _resource_path(datasette, u) if u in archived else None  # noqa: E731
         css = await asyncio.to_thread(serve_css, body, content_type, url, local)
         return Response(css, content_type="text/css; charset=utf-8", headers=headers)
@@ -239,22 +152,6 @@ async def resource_view(datasette, request):
     if not content_type.startswith("image/"):
         raise _Missing("only archived images, stylesheets and fonts are served here")
     return Response(body, content_type=content_type, headers=headers)
-
-
-async def _archived_urls(db) -> set[str]:
-    return {r["url"] for r in await db.execute("select url from resources where status = 'archived'")}
-
-
-def _folder(db) -> Path:
-    return Path(db.path).parent
-
-
-def _payload(db, row):
-    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
-    try:
-        return read_payload(_folder(db), WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
-    except WarcError as exc:
-        raise _Missing(f"the saved copy cannot be read: {exc}") from None
 
 
 def _resource_path(datasette, url: str) -> str:

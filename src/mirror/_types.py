@@ -1,0 +1,227 @@
+"""The values that pass between the stages, and the words they are written in.
+
+The bottom of the package: it imports nothing of mirror's, so every stage
+(seeds -> fetch/warc -> extract -> store -> search -> plugin/cli) can use it
+without knowing about the others. Enum values are the strings stored in the
+database; a `StrEnum` compares and serializes as its string.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+__all__ = [
+    "COMMAND_LINE",
+    "CaptureKind",
+    "Exchange",
+    "Extraction",
+    "Link",
+    "Outcome",
+    "PageResult",
+    "PageStatus",
+    "PageToFetch",
+    "Reason",
+    "RenderError",
+    "ResourceStatus",
+    "Source",
+    "WarcLocation",
+    "http_error",
+]
+
+
+class PageStatus(StrEnum):
+    """`pages.status`."""
+
+    PENDING = "pending"  # in the inventory, not fetched yet
+    ARCHIVED = "archived"  # captured, with an article to read
+    NO_TEXT = "no_text"  # captured, no article in it
+    FAILED = "failed"  # never captured; `error` says why
+    SKIPPED = "skipped"  # not a URL mirror fetches; `error` says why
+
+
+class ResourceStatus(StrEnum):
+    """`resources.status`."""
+
+    ARCHIVED = "archived"
+    FAILED = "failed"
+
+
+class Reason(StrEnum):
+    """Why a page or resource has no capture (`pages.error`, `resources.error`).
+
+    HTTP errors are `http_<status>` (see `http_error`); `relative`, `scheme` and
+    `malformed` are links mirror does not fetch (`skipped` pages).
+    """
+
+    DNS = "dns"
+    CONNECT = "connect"
+    TIMEOUT = "timeout"
+    TLS = "tls"
+    RESET = "reset"
+    PROTOCOL = "protocol"
+    PROXY = "proxy"
+    SCHEME = "scheme"
+    HTTP_ERROR = "http_error"
+    TOO_LARGE = "too_large"
+    BLOCKED = "blocked"
+    BAD_URL = "bad_url"
+    REDIRECT_SCHEME = "redirect_scheme"
+    REDIRECT_LOOP = "redirect_loop"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    PRIVATE_ADDRESS = "private_address"
+    INTERNAL = "internal"
+    RELATIVE = "relative"
+    MALFORMED = "malformed"
+
+
+def http_error(status: int) -> str:
+    """The `error` of an HTTP error answer: `http_404`, `http_503`, ..."""
+    return f"http_{status}"
+
+
+class RenderError(StrEnum):
+    """`pages.render_error`: why a render did not give the page its article."""
+
+    TIMEOUT = "render_timeout"  # never settled: captured as it was at the bound
+    FAILED = "render_failed"  # navigation refused (a download, a network error)
+    HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
+    CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
+    BLOCKED = Reason.BLOCKED.value  # still a challenge after rendering
+
+
+class Outcome(StrEnum):
+    """What one `mirror fetch` run did to a page: the run summary's counts."""
+
+    ARCHIVED = PageStatus.ARCHIVED.value
+    NO_TEXT = PageStatus.NO_TEXT.value
+    UNCHANGED = "unchanged"  # a conditional request said 304
+    FAILED = PageStatus.FAILED.value
+    GONE = "gone"  # failed now, but an earlier capture is kept
+
+
+class CaptureKind(StrEnum):
+    """`pages.capture`: which capture the article was extracted from."""
+
+    HTTP = "http"
+    BROWSER = "browser"
+
+
+class Source(StrEnum):
+    """`pages.source`: where the saved copy came from."""
+
+    LIVE = "live"
+    WAYBACK = "wayback"
+
+
+COMMAND_LINE = "(command line)"  # `links.seed` of URLs given on the command line
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
+RETRYABLE_REASONS = frozenset({Reason.TIMEOUT, Reason.CONNECT, Reason.RESET, Reason.PROTOCOL, Reason.DNS})
+
+
+@dataclass(frozen=True)
+class Link:
+    """One occurrence of a link in a seed document."""
+
+    url: str  # normalized: the identity of the page
+    url_as_written: str
+    seed: str
+    line: int
+    col: int  # 1-based character column, so that two links on one line stay distinct
+    title: str | None = None
+    section: str | None = None
+    skip_reason: str | None = None
+    candidates: tuple[str, ...] = ()  # glued-URL repairs, tried after a 404
+
+
+@dataclass(frozen=True)
+class WarcLocation:
+    """Where a response record lives: file name relative to archive/warc/."""
+
+    file: str
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class PageToFetch:
+    """A page the store hands to the fetcher."""
+
+    url: str
+    candidates: tuple[str, ...] = ()
+    has_capture: bool = False  # a saved copy exists: a failure now keeps it (and sets gone_since)
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass
+class Exchange:
+    """A request and the redirects it led to: one attempt at a URL."""
+
+    url: str
+    final_url: str
+    status: int | None = None
+    error: str | None = None  # a Reason, or http_<status>
+    message: str | None = None
+    redirects: list[str] = field(default_factory=list)
+    content_type: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    location: WarcLocation | None = None
+    retry_after: float | None = None
+    redirect_to: str | None = None  # Location of a 3xx hop, before it is followed
+    started_at: float = 0.0
+    elapsed: float = 0.0
+    give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and (200 <= self.status < 300 or self.status == 304)
+
+    @property
+    def retryable(self) -> bool:
+        if self.give_up:
+            return False
+        if self.error in RETRYABLE_REASONS:
+            return True
+        return self.error != Reason.BLOCKED and self.status in RETRY_STATUSES
+
+
+@dataclass
+class Extraction:
+    status: PageStatus  # archived (there is text to read) or no_text
+    kind: str  # html, pdf, text, other
+    title: str | None = None
+    author: str | None = None
+    date: str | None = None
+    sitename: str | None = None
+    description: str | None = None
+    language: str | None = None
+    tags: str | None = None
+    text: str | None = None
+    markdown: str | None = None
+    word_count: int = 0
+    images: list[str] = field(default_factory=list)  # absolute URLs the article shows
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        row["images"] = json.dumps(self.images) if self.images else None
+        return row
+
+
+@dataclass
+class PageResult:
+    """What happened to one page in this run."""
+
+    url: str
+    final: Exchange
+    attempts: list[Exchange]
+    source: Source = Source.LIVE
+    wayback_timestamp: str | None = None
+    extraction: Extraction | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.final.ok

@@ -1,0 +1,102 @@
+"""What every view of the plugin shares: finding the archive, reading a capture, error pages."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import re
+from pathlib import Path
+
+import sqlite_utils
+from datasette import Response
+
+from ..store import queries
+from ..warc import WarcError, read_payload
+from ._permissions import can_read_archive
+
+# Our own pages: scripts only from files datasette serves, never inline.
+READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'{known}; object-src 'none'; base-uri 'none'"
+
+
+@functools.cache
+def reader_csp() -> str:
+    """READER_CSP, allowing by its hash the one inline line datasette 1.0's base.html
+    writes (`window.datasetteVersion = '…';`) and nothing else inline."""
+    from datasette.version import __version__
+
+    line = f"window.datasetteVersion = '{__version__}';"
+    digest = base64.b64encode(hashlib.sha256(line.encode()).digest()).decode()
+    return READER_CSP.format(known=f" 'sha256-{digest}'")
+
+
+class _Missing(Exception):
+    """Answered as a plain 404 page (raising datasette's NotFound logs a traceback)."""
+
+
+class _BadRequest(Exception):
+    """Answered as a 400 page saying what to change."""
+
+
+class _Forbidden(Exception):
+    """Answered as a 403 page: datasette's permissions say no."""
+
+
+def _views(view):
+    async def wrapped(datasette, request):
+        try:
+            return await view(datasette, request)
+        except _Missing as exc:
+            return await _error_page(datasette, request, str(exc), "Not found", 404)
+        except _BadRequest as exc:
+            return await _error_page(datasette, request, str(exc), "Bad request", 400)
+        except _Forbidden as exc:
+            return await _error_page(datasette, request, str(exc), "Forbidden", 403)
+
+    wrapped.__name__ = view.__name__
+    return wrapped
+
+
+async def _error_page(datasette, request, message: str, title: str, status: int) -> Response:
+    if request.args.get("_format") == "json":
+        return Response.json({"ok": False, "error": message, "status": status}, status=status)
+    context = {"ok": False, "error": message, "title": title, "status": status}
+    return Response.html(await datasette.render_template("error.html", context, request=request), status=status)
+
+
+def _page_id(request) -> int:
+    """The page id in the URL; anything but a plausible rowid is a missing page."""
+    text = request.url_vars["id"]
+    if not re.fullmatch(r"\d{1,18}", text):
+        raise _Missing("no such page in this archive")
+    return int(text)
+
+
+async def _archive(datasette, request):
+    """The mirror database (named `mirror`, or the first with a pages table), if the
+    actor may read it (datasette's permissions)."""
+    for name, db in datasette.databases.items():
+        if name == "_internal" or db.path is None:
+            continue
+        if name == "mirror" or await db.table_exists("pages"):
+            if not await can_read_archive(datasette, request.actor, name):
+                raise _Forbidden("you may not read this archive")
+            return db
+    raise _Missing("no mirror archive is attached to this datasette")
+
+
+def _folder(db) -> Path:
+    return Path(db.path).parent
+
+
+def _payload(db, row):
+    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
+    try:
+        return read_payload(_folder(db), queries.warc_location(row))
+    except WarcError as exc:
+        raise _Missing(f"the saved copy cannot be read: {exc}") from None
+
+
+async def _read(db, query, *args):
+    """One of `mirror.store.queries` on datasette's connection to the archive."""
+    return await db.execute_fn(lambda conn: query(sqlite_utils.Database(conn), *args))

@@ -1,0 +1,37 @@
+"""`mirror reindex`: re-extract every capture from its WARC record, without the network."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ._pool import extraction_pool, safe_extract
+from ._types import Extraction
+from .store import Archive
+
+__all__ = ["reindex"]
+
+BATCH = 200  # pages per transaction
+
+
+def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
+    """Re-extract every captured page (after a trafilatura upgrade, say), then rebuild search.
+
+    Returns counts by resulting status, and `indexed`.
+    """
+    counts: Counter = Counter()
+    batch: list[tuple[str, Extraction]] = []
+    with extraction_pool(workers) as pool:
+        futures = [
+            (url, pool.submit(safe_extract, str(archive.path), location, final))
+            for url, final, location in archive.captured_pages()
+        ]
+        for url, future in futures:
+            extraction = future.result()
+            batch.append((url, extraction))
+            counts[extraction.status] += 1
+            if len(batch) >= BATCH:
+                archive.save_extractions(batch)
+                batch = []
+    archive.save_extractions(batch)
+    counts["indexed"] = archive.rebuild_index()
+    return dict(counts)

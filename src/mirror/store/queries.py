@@ -1,0 +1,169 @@
+"""Reads: what the runs ask the store for, and the page lookups the CLI and the plugin share.
+
+Functions take a `sqlite_utils.Database`, so the plugin calls them on datasette's
+connection (`db.execute_fn`) and the CLI on an `Archive`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
+
+__all__ = [
+    "archived_resource_urls", "attempts_of", "find_page", "latest_resource", "origins", "page_by_id", "warc_location",
+    "warc_values",
+]
+
+
+def warc_location(row: Mapping, prefix: str = "") -> WarcLocation | None:
+    """The capture a row's `warc_file` / `warc_offset` / `warc_length` point at (None: no capture)."""
+    file = row[f"{prefix}warc_file"]
+    return WarcLocation(file, row[f"{prefix}warc_offset"], row[f"{prefix}warc_length"]) if file else None
+
+
+def warc_values(location: WarcLocation | None, prefix: str = "") -> dict[str, object]:
+    """The three columns that store `location` (all None for no capture)."""
+    return {
+        f"{prefix}warc_file": location.file if location else None,
+        f"{prefix}warc_offset": location.offset if location else None,
+        f"{prefix}warc_length": location.length if location else None,
+    }
+
+
+def page_by_id(db: sqlite_utils.Database, page_id: int) -> dict | None:
+    return next(db.query("select * from pages where id = ?", [page_id]), None)
+
+
+def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> dict | None:
+    """A page by its id, its URL (as written or `normalized`) or where it ended up."""
+    return next(
+        db.query(
+            "select * from pages where url = ? or url = ? or final_url = ? or id = ? "
+            "order by url = ? desc, url = ? desc, id limit 1",  # the URL as given wins, then as normalized
+            [key, normalized or key, key, int(key) if key.isdigit() and len(key) < 19 else -1, key, normalized or key],
+        ),
+        None,
+    )
+
+
+def origins(db: sqlite_utils.Database, url: str) -> list[dict]:
+    """The seed lines that link to a page."""
+    return list(db.query("select seed, line, section, title from links where url = ? order by seed, line", [url]))
+
+
+def attempts_of(db: sqlite_utils.Database, url: str) -> list[dict]:
+    """A page's request history, newest first."""
+    return list(
+        db.query(
+            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts "
+            "where url = ? order by id desc",
+            [url],
+        )
+    )
+
+
+def archived_resource_urls(db: sqlite_utils.Database) -> set[str]:
+    return {r["url"] for r in db.query("select distinct url from resources where status = ?", [ResourceStatus.ARCHIVED])}
+
+
+def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
+    """The newest archived capture of a resource (image, stylesheet, font) at `url`."""
+    return next(
+        db.query(
+            "select warc_file, warc_offset, warc_length, content_type from resources "
+            "where url = ? and status = ? order by fetched_at desc limit 1",
+            [url, ResourceStatus.ARCHIVED],
+        ),
+        None,
+    )
+
+
+class PipelineReads:
+    """What the runs ask an `Archive` (mixed into it)."""
+
+    db: sqlite_utils.Database
+
+    def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False) -> list[PageToFetch]:
+        if refresh:
+            statuses = [s for s in PageStatus if s != PageStatus.SKIPPED]
+        elif retry_failed:
+            statuses = [PageStatus.PENDING, PageStatus.FAILED]
+        else:
+            statuses = [PageStatus.PENDING]
+        rows = self.db.query(
+            "select url, candidates, warc_file, etag, last_modified from pages "
+            f"where status in ({', '.join('?' for _ in statuses)}) order by first_seen, url",
+            statuses,
+        )
+        return [
+            PageToFetch(
+                url=row["url"],
+                candidates=tuple(json.loads(row["candidates"] or "[]")),
+                has_capture=row["warc_file"] is not None,
+                etag=row["etag"],
+                last_modified=row["last_modified"],
+            )
+            for row in rows
+        ]
+
+    def captured_pages(self) -> list[tuple[str, str, WarcLocation]]:
+        """(url, final_url, capture) of every page with a saved copy."""
+        rows = self.db.query(
+            "select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url"
+        )
+        return [(r["url"], r["final_url"] or r["url"], warc_location(r)) for r in rows]
+
+    def pages_to_render(self, every_html: bool, challenges: tuple[str, ...], shell_words: int) -> list[dict]:
+        """Pages whose latest HTTP capture the browser has not rendered yet and should.
+
+        Live captures only (a Wayback copy's page is gone from the web). Pages without text, thin pages (checked for an app shell by the caller),
+        every HTML page with `every_html`, and failed pages whose reason starts
+        with one of `challenges` (JavaScript challenges a browser passes).
+        """
+        thin = "1" if every_html else "status = :no_text or coalesce(word_count, 0) < :shell_words"
+        challenge = " or ".join(f"error_message like :challenge{i}" for i in range(len(challenges))) or "0"
+        rows = self.db.query(
+            f"""select id, url, status, final_url, word_count, warc_file, warc_offset, warc_length, error
+                from pages where
+                  (status in (:archived, :no_text) and kind = 'html' and coalesce(capture, :http) = :http
+                   and coalesce(source, :live) = :live
+                   and ({thin}) and (rendered_at is null or rendered_at < fetched_at))
+                  or (status = :failed and error = :blocked and ({challenge})
+                   and (rendered_at is null or rendered_at < checked_at))
+                order by id""",
+            {
+                "archived": PageStatus.ARCHIVED, "no_text": PageStatus.NO_TEXT, "failed": PageStatus.FAILED,
+                "http": CaptureKind.HTTP, "live": Source.LIVE, "blocked": Reason.BLOCKED, "shell_words": int(shell_words),
+            }
+            | {f"challenge{i}": f"{c}%" for i, c in enumerate(challenges)},
+        )
+        return [dict(r) for r in rows]
+
+    def last_capture(self, url: str) -> WarcLocation | None:
+        """The latest response captured for a page's URL (a failed page's too)."""
+        row = next(
+            self.db.query(
+                "select warc_file, warc_offset, warc_length from attempts where url = ? and warc_file is not null "
+                "order by id desc limit 1",
+                [url],
+            ),
+            None,
+        )
+        return warc_location(row) if row else None
+
+    def pages_missing_images(self) -> list[tuple[str, str, list[str]]]:
+        """(url, final_url, image URLs) of archived articles whose images are not all fetched."""
+        rows = self.db.query(
+            "select url, final_url, images from pages where status = ? and images is not null and resources_at is null",
+            [PageStatus.ARCHIVED],
+        )
+        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"])) for r in rows]
+
+    def archived_resource_urls(self) -> set[str]:
+        return archived_resource_urls(self.db)

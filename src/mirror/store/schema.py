@@ -1,0 +1,247 @@
+"""The database's layout, how an archive is brought up to it, and how it is opened.
+
+Tables are plain sqlite-utils tables so that datasette, sqlite-utils and the
+sqlite3 shell all read them. WAL mode lets readers work while a fetch writes.
+`PRAGMA user_version` counts the migrations applied: opening for writing
+applies the missing ones; opening read-only (search, show, serve) never writes,
+so a read-only archive can still be searched and browsed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+from .. import _fts
+from .._types import PageStatus
+
+__all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]
+
+DB_NAME = "mirror.db"
+FACETS_INDEX = "pages_search_facets"  # pages.id and the short columns the plugin facets on
+
+# One row per occurrence of a link in a seed.
+LINKS_COLUMNS = {
+    "seed": str,
+    "line": int,
+    "col": int,
+    "url": str,
+    "url_as_written": str,
+    "title": str,
+    "section": str,
+}
+# One row per page (normalized URL). Later stages add their own columns.
+PAGES_COLUMNS = {
+    "url": str,
+    # what a reader scans first (datasette shows columns in this order)
+    "title": str,
+    "sitename": str,
+    "date": str,
+    "status": str,  # a PageStatus
+    "language": str,
+    "host": str,
+    "seeds": str,  # JSON array of the seed files that link here (for facets)
+    "sections": str,  # JSON array of the sections those links sit in
+    "error": str,  # a Reason (short category)
+    "error_message": str,  # what a person reads
+    "candidates": str,  # JSON list of glued-URL repairs
+    "first_seen": str,
+    # fetch
+    "http_status": int,
+    "final_url": str,
+    "content_type": str,
+    "fetched_at": str,  # when the saved copy was captured
+    "checked_at": str,  # last time we asked the site
+    "attempts": int,
+    "etag": str,
+    "last_modified": str,
+    "redirects": str,  # JSON list of the hops after the first URL
+    "warc_file": str,  # the latest good capture, relative to archive/warc/
+    "warc_offset": int,
+    "warc_length": int,
+    "source": str,  # a Source: live or wayback
+    "wayback_timestamp": str,
+    "gone_since": str,  # first time an archived page failed or vanished
+    # extraction
+    "kind": str,  # html, pdf, text, other
+    "author": str,
+    "description": str,
+    "tags": str,
+    "text": str,
+    "markdown": str,
+    "word_count": int,
+    "images": str,  # JSON list of the article's image URLs
+    "extracted_at": str,
+    "resources_at": str,  # when the article's images were all fetched
+    # browser capture (mirror.browser)
+    "capture": str,  # a CaptureKind: which capture the article was extracted from
+    "rendered_at": str,  # when the browser last rendered the page
+    "render_error": str,  # a RenderError
+    "render_note": str,  # what happened while rendering, for a person
+    "screenshot_warc_file": str,  # PNG of the first screen; the full page is in the same file
+    "screenshot_warc_offset": int,
+    "screenshot_warc_length": int,
+    "full_screenshot_warc_offset": int,
+    "full_screenshot_warc_length": int,
+    "id": int,  # stable small number: the search index's rowid and reader-view address
+}
+EXTRACTED_COLUMNS = (
+    "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images"
+)
+# Images and other resources an article shows, captured in the WARC files.
+RESOURCES_COLUMNS = {
+    "page_url": str,
+    "url": str,
+    "status": str,  # a ResourceStatus
+    "http_status": int,
+    "content_type": str,
+    "error": str,
+    "error_message": str,
+    "warc_file": str,
+    "warc_offset": int,
+    "warc_length": int,
+    "fetched_at": str,
+}
+# One row per request chain: the history of every page.
+ATTEMPTS_COLUMNS = {
+    "id": int,
+    "url": str,
+    "request_url": str,
+    "final_url": str,
+    "started_at": str,
+    "elapsed_ms": int,
+    "http_status": int,
+    "error": str,
+    "error_message": str,
+    "warc_file": str,
+    "warc_offset": int,
+    "warc_length": int,
+}
+WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
+SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}
+
+
+def _baseline(db: sqlite_utils.Database) -> None:
+    """Every table, column and index above, whatever older layout the file had
+    (archives from before versioned migrations all start here)."""
+    _ensure_table(db["links"], LINKS_COLUMNS, pk=("seed", "line", "col"))
+    _ensure_table(db["pages"], PAGES_COLUMNS, pk="url")
+    _ensure_table(db["seeds"], SEEDS_COLUMNS, pk="seed")
+    _ensure_table(db["attempts"], ATTEMPTS_COLUMNS, pk="id")
+    _ensure_table(db["warc_files"], WARC_FILES_COLUMNS, pk="file")
+    _ensure_table(db["resources"], RESOURCES_COLUMNS, pk=("page_url", "url"))
+    db["resources"].create_index(["url"], if_not_exists=True)
+    db["attempts"].create_index(["url"], if_not_exists=True)
+    db["links"].create_index(["url"], if_not_exists=True)
+    db["pages"].create_index(["status"], if_not_exists=True)
+    _number_pages(db)
+    db["pages"].create_index(["id"], unique=True, if_not_exists=True)
+    # the reading home's latest articles, and ranked table search's count and facets
+    # (read from this index alone, never from the large page rows)
+    db["pages"].create_index(["status", "fetched_at"], if_not_exists=True)
+    db["pages"].create_index(
+        ["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True
+    )
+    if _fts.ensure_index(db):
+        reindex_rows(db)
+
+
+# Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
+# layout, edit the column lists above and append a step (`_baseline` again will do for
+# new columns and indexes).
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite_utils.Database) -> int:
+    """Apply the migrations this database has not had, in one transaction; returns how many."""
+    with db.atomic():
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for step in MIGRATIONS[version:]:
+            step(db)
+        if version < SCHEMA_VERSION:
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return max(0, SCHEMA_VERSION - version)
+
+
+def open_db(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """The archive's database. Writable: WAL, migrated. Read-only: never written to, so
+    it opens on a read-only folder too (a WAL file there is read as it is)."""
+    if readonly:
+        return _connect_readonly(path)
+    import sqlite_utils  # (a second's tenth to import: not for search)
+
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = wal")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        migrate(sqlite_utils.Database(conn))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def needs_migration(path: Path) -> bool:
+    conn = _connect_readonly(path)
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+    try:
+        conn.execute("select count(*) from sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        # a WAL database in a folder we cannot write: no -shm can be made, so read it as
+        # a file nobody changes (nobody can: the folder is read-only)
+        conn.close()
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+        return conn
+
+
+def reindex_rows(db: sqlite_utils.Database) -> int:
+    """Index every archived page's text; returns how many."""
+    rows = db.query(
+        f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = ? and text is not null", [PageStatus.ARCHIVED]
+    )
+    count = 0
+    for row in list(rows):
+        db.execute(*_fts.index_insert(row["id"], row))
+        count += 1
+    return count
+
+
+def next_page_id(db: sqlite_utils.Database) -> int:
+    return db.execute("select coalesce(max(id), 0) + 1 from pages").fetchone()[0]
+
+
+def _number_pages(db: sqlite_utils.Database) -> None:
+    """Give pages from an older archive their stable id."""
+    missing = [r["url"] for r in db.query("select url from pages where id is null order by rowid")]
+    if missing:
+        start = next_page_id(db)
+        for offset, url in enumerate(missing):
+            db.execute("update pages set id = ? where url = ?", [start + offset, url])
+
+
+def _ensure_table(table: sqlite_utils.db.Table, columns: dict[str, type], pk: str | tuple[str, ...]) -> None:
+    if not table.exists():
+        table.create(columns, pk=pk, not_null={pk} if isinstance(pk, str) else set(pk))
+        return
+    existing = {c.name for c in table.columns}
+    for name, kind in columns.items():
+        if name not in existing:
+            table.add_column(name, kind)
