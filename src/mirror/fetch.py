@@ -233,7 +233,10 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
 
             await fetch(found)
             if capture is not None:  # stylesheets and what they load, so the snapshot looks like the page
-                await requisites.capture_page(archive, capture, fetch)
+                first = await loop.run_in_executor(
+                    pool, requisites.capture_requisites, str(archive.path), capture.location, capture.content_type, capture.final_url
+                )
+                await requisites.capture(first, fetch, lambda css: requisites.captured_css(archive.path, archive.db, css))
         except (asyncio.CancelledError, OSError, sqlite3.Error):
             raise
         except Exception:  # noqa: BLE001 - images are best effort; the page is saved
