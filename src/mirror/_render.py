@@ -313,27 +313,23 @@ class _Visit:
             self.result.error = RenderError.TIMEOUT
             self.result.notes.append(f"{what} within {self.renderer.timeout:g} s; captured as it was then")
 
-    async def _dialog(self, dialog) -> None:
-        self.counts["dialog"] += 1
+    async def _refuse(self, kind: str, refusal) -> None:
+        """Count a dialog, pop-up or download and refuse it; one that is already gone is fine."""
+        self.counts[kind] += 1
         try:
-            await dialog.dismiss()
+            await refusal()
         except Exception:  # noqa: BLE001
             pass
+
+    async def _dialog(self, dialog) -> None:
+        await self._refuse("dialog", dialog.dismiss)
 
     async def _popup(self, popup) -> None:
-        self.counts["popup"] += 1
-        try:
-            await popup.close()
-        except Exception:  # noqa: BLE001
-            pass
+        await self._refuse("popup", popup.close)
 
     async def _download(self, download) -> None:
-        self.counts["download"] += 1
         self.download_started.set()
-        try:
-            await download.cancel()
-        except Exception:  # noqa: BLE001
-            pass
+        await self._refuse("download", download.cancel)
 
     def _document(self, response) -> None:
         """The main frame's document: its status is the page's."""
