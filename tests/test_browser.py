@@ -26,6 +26,7 @@ from mirror.seeds import read_seeds
 from mirror.store import Archive
 
 from .conftest import ROOT
+from .test_fetch import fetch_urls
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -210,13 +211,8 @@ def test_snapshot_looks_like_the_live_page(tmp_path, web):
     web.add("/css/theme.css", THEME_CSS.encode(), content_type="text/css; charset=utf-8")
     web.add("/fonts/probe.ttf", font.read_bytes(), content_type="font/ttf")
     web.add("/img/bg.png", solid_png(8, 8, (255, 248, 220)), content_type="image/png")
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    (seeds / "styled.md").write_text(f"- [A styled page]({url})\n", encoding="utf-8")
-    with Archive(tmp_path / "archive") as archive, archive.lock():
-        archive.record_inventory(read_seeds([seeds], base=tmp_path))
-        run(archive, FetchOptions(delay=0, retries=0, workers=1))
-        page_id = next(archive.db.query("select id from pages where url = ?", [url]))["id"]
+    db, _ = fetch_urls(tmp_path, [url], retries=0, workers=1)
+    page_id = db["pages"].get(url)["id"]
     ARTIFACTS.mkdir(exist_ok=True)
 
     def card(page) -> bytes:

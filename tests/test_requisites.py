@@ -10,11 +10,10 @@ from urllib.parse import quote
 import pytest
 from datasette.app import Datasette
 
-from mirror.fetch import FetchOptions, run
 from mirror.requisites import css_references, page_requisites, rewrite_css
-from mirror.seeds import read_seeds
 from mirror.store import Archive
 
+from .test_fetch import fetch_urls
 from .webserver import PNG
 
 CSS = """@charset "utf-8";
@@ -85,12 +84,7 @@ def styled_archive(tmp_path_factory):
         web.add("/fonts/p.woff2", b"wOF2 not really a font", content_type="application/octet-stream")
         web.add("/img/bg.png", PNG, content_type="image/png")
         web.add("/img/inline.png", PNG, content_type="image/png")
-        seeds = folder / "seeds"
-        seeds.mkdir()
-        (seeds / "s.md").write_text(f"- [Styled]({url})\n", encoding="utf-8")
-        with Archive(folder / "archive") as archive, archive.lock():
-            archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+        fetch_urls(folder, [url], retries=0, workers=1)
     return folder / "archive", url
 
 
