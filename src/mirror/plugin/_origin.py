@@ -34,6 +34,8 @@ import re
 import secrets
 from urllib.parse import parse_qs
 
+import click
+
 from .._loopback import is_loopback_address
 
 __all__ = ["guard", "resource_key", "validate_settings"]
@@ -64,7 +66,8 @@ def validate_settings(datasette) -> None:
     """A bad `allow_hosts` is an error at startup, not a server that refuses everyone."""
     names = (datasette.plugin_config("mirror") or {}).get(SETTING)
     if names is not None and not isinstance(names, str) and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-        raise ValueError(f"the mirror plugin's {SETTING} setting must be a host name or a list of them, not {names!r}")
+        # a click error: datasette's command line prints it as "Error: …" and exits 1, no traceback
+        raise click.ClickException(f"the mirror plugin's {SETTING} setting must be a host name or a list of them, not {names!r}")
 
 
 def guard(datasette, app):
