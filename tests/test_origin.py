@@ -20,7 +20,6 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-import sqlite_utils
 
 from mirror import warc
 from mirror.plugin._origin import resource_key
