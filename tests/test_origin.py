@@ -10,6 +10,7 @@ for the same policy and for DNS rebinding.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -33,6 +34,8 @@ pytestmark = pytest.mark.hostile
 
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
 CROSS_SITE_IMAGE = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+get = functools.partial(httpx.get, timeout=60)  # a machine shared with other test runs is slow at times
+post = functools.partial(httpx.post, timeout=60)
 NAVIGATION = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 
 
@@ -162,23 +165,23 @@ def test_the_views_work_when_browsed_directly_and_opened_from_elsewhere(probed):
 
 def _served_key(probed, url: str) -> str:
     """The key the running server put into its snapshot for `url` (its own secret, not ours)."""
-    html = httpx.get(f"{probed['root']}/-/mirror/snapshot/{probed['ids']['styled']}").text
+    html = get(f"{probed['root']}/-/mirror/snapshot/{probed['ids']['styled']}").text
     marker = "url=" + quote(url, safe="") + "&amp;key="
     return html.split(marker, 1)[1][:32]
 
 
 def test_the_answers_to_a_cross_site_request(probed):
     root, ids, urls = probed["root"], probed["ids"], probed["urls"]
-    refused = [httpx.get(root + path, headers=CROSS_SITE_IMAGE) for _, path in probe_paths(probed)]
+    refused = [get(root + path, headers=CROSS_SITE_IMAGE) for _, path in probe_paths(probed)]
     assert {(r.status_code, r.text) for r in refused} == {(403, "this mirror archive is not shown inside other web pages\n")}
     assert all(r.headers["cross-origin-resource-policy"] == "same-origin" for r in refused)
     same_site = {**CROSS_SITE_IMAGE, "Sec-Fetch-Site": "same-site"}
-    assert httpx.get(f"{root}/-/mirror/screenshot/{ids['story']}", headers=same_site).status_code == 403
+    assert get(f"{root}/-/mirror/screenshot/{ids['story']}", headers=same_site).status_code == 403
     framed = {**NAVIGATION, "Sec-Fetch-Dest": "iframe"}  # a frame is not a top-level navigation
-    assert httpx.get(f"{root}/-/mirror/page/{ids['story']}", headers=framed).status_code == 403
-    assert httpx.post(f"{root}/-/mirror/search", headers=NAVIGATION).status_code == 403  # a cross-site form
+    assert get(f"{root}/-/mirror/page/{ids['story']}", headers=framed).status_code == 403
+    assert post(f"{root}/-/mirror/search", headers=NAVIGATION).status_code == 403  # a cross-site form
     for headers in ({}, NAVIGATION, {**CROSS_SITE_IMAGE, "Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}):
-        response = httpx.get(f"{root}/-/mirror/screenshot/{ids['story']}", headers=headers)
+        response = get(f"{root}/-/mirror/screenshot/{ids['story']}", headers=headers)
         assert response.status_code == 200 and response.content.startswith(b"\x89PNG"), headers
         assert response.headers["cross-origin-resource-policy"] == "same-origin"
         assert "access-control-allow-origin" not in response.headers
@@ -188,18 +191,18 @@ def test_only_the_snapshots_own_keys_open_archived_files_to_it(probed):
     root, urls = probed["root"], probed["urls"]
     font = urls["font"]
     key = _served_key(probed, urls["css"])
-    stylesheet = httpx.get(f"{root}/-/mirror/resource?url={quote(urls['css'], safe='')}&key={key}", headers=CROSS_SITE_IMAGE)
+    stylesheet = get(f"{root}/-/mirror/resource?url={quote(urls['css'], safe='')}&key={key}", headers=CROSS_SITE_IMAGE)
     assert stylesheet.status_code == 200 and "@font-face" in stylesheet.text
     assert stylesheet.headers["cross-origin-resource-policy"] == "cross-origin"
     font_key = re.search(re.escape(quote(font, safe="")) + "&key=([0-9a-f]{32})", stylesheet.text)[1]  # its own key
     font_request = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "font", "Origin": "null"}
-    keyed = httpx.get(f"{root}/-/mirror/resource?url={quote(font, safe='')}&key={font_key}", headers=font_request)
+    keyed = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}&key={font_key}", headers=font_request)
     assert keyed.status_code == 200 and keyed.content == FONT.read_bytes()
     assert keyed.headers["access-control-allow-origin"] == "null"  # the sandboxed snapshot's origin, never *
     for wrong in ("", "&key=", f"&key={key}", "&key=" + "0" * 32, f"&key={resource_key(font)}"):  # another file's key, our own process's
-        answer = httpx.get(f"{root}/-/mirror/resource?url={quote(font, safe='')}{wrong}", headers=font_request)
+        answer = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}{wrong}", headers=font_request)
         assert answer.status_code == 403 and "access-control-allow-origin" not in answer.headers, wrong
-    plain = httpx.get(f"{root}/-/mirror/resource?url={quote(font, safe='')}")  # a download by hand: no CORS for anyone
+    plain = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}")  # a download by hand: no CORS for anyone
     assert plain.status_code == 200 and "access-control-allow-origin" not in plain.headers
 
 
@@ -237,19 +240,19 @@ def plain_datasette(probed, tmp_path_factory):
 def test_plain_datasette_with_the_plugin_refuses_a_rebinding_host(plain_datasette):
     root, port = plain_datasette
     for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "localhost.evil.example", ""):
-        response = httpx.get(root + "/mirror/pages.json", headers={"Host": host})
+        response = get(root + "/mirror/pages.json", headers={"Host": host})
         assert response.status_code == 400, host
         assert "localhost" in response.text and "allow_hosts" in response.text and "Hostile" not in response.text
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", "archive.test", f"archive.test:{port}", f"[::1]:{port}"):
-        assert httpx.get(root + "/mirror/pages.json", headers={"Host": host}).status_code == 200, host
+        assert get(root + "/mirror/pages.json", headers={"Host": host}).status_code == 200, host
 
 
 def test_plain_datasette_with_the_plugin_refuses_cross_site_probes(plain_datasette, probed):
     root, _ = plain_datasette
     for path in ("/mirror/pages.json", "/-/versions.json", "/-/metadata.json", f"/-/mirror/screenshot/{probed['ids']['story']}"):
-        assert httpx.get(root + path, headers=CROSS_SITE_IMAGE).status_code == 403, path
-        assert httpx.get(root + path).headers["cross-origin-resource-policy"] == "same-origin", path
-    assert httpx.get(root + "/mirror/pages", headers=NAVIGATION).status_code == 200
+        assert get(root + path, headers=CROSS_SITE_IMAGE).status_code == 403, path
+        assert get(root + path).headers["cross-origin-resource-policy"] == "same-origin", path
+    assert get(root + "/mirror/pages", headers=NAVIGATION).status_code == 200
 
 
 def test_a_bad_allow_hosts_setting_is_a_clear_error(probed, tmp_path):
