@@ -199,6 +199,7 @@ def test_only_the_snapshots_own_keys_open_archived_files_to_it(probed):
     keyed = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}&key={font_key}", headers=font_request)
     assert keyed.status_code == 200 and keyed.content == FONT.read_bytes()
     assert keyed.headers["access-control-allow-origin"] == "null"  # the sandboxed snapshot's origin, never *
+    assert "Origin" in keyed.headers["vary"]
     for wrong in ("", "&key=", f"&key={key}", "&key=" + "0" * 32, f"&key={resource_key(font)}"):  # another file's key, our own process's
         answer = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}{wrong}", headers=font_request)
         assert answer.status_code == 403 and "access-control-allow-origin" not in answer.headers, wrong

@@ -128,9 +128,14 @@ def _has_key(scope) -> bool:
 def _adding_headers(send, added: list[tuple[bytes, bytes]]):
     async def sending(message):
         if message["type"] == "http.response.start":
-            present = {name.lower() for name, _ in message.get("headers") or []}
-            extra = [(name, value) for name, value in added if name not in present]
-            message = {**message, "headers": [*(message.get("headers") or []), *extra]}
+            headers = [(name.lower(), value) for name, value in message.get("headers") or []]
+            present = {name for name, _ in headers}
+            for name, value in added:
+                if name == b"vary" and name in present:  # one Vary, with every header the answer depends on
+                    headers = [(n, v + b", " + value if n == name else v) for n, v in headers]
+                elif name not in present:
+                    headers.append((name, value))
+            message = {**message, "headers": headers}
         await send(message)
 
     return sending
