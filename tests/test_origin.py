@@ -213,7 +213,7 @@ def plain_datasette(probed, tmp_path_factory):
     from datasette.version import __version__
 
     port = free_port()
-    settings = {"plugins": {"mirror": {"allow_hosts": ["archive.test"]}}}
+    settings = {"plugins": {"mirror": {"allow_hosts": ["archive.test", "Other.Test:8001"]}}}
     config = tmp_path_factory.mktemp("config") / "settings.json"
     config.write_text(json.dumps(settings))
     option = "--metadata" if __version__.startswith("0.") else "--config"
@@ -244,7 +244,7 @@ def test_plain_datasette_with_the_plugin_refuses_a_rebinding_host(plain_datasett
         response = get(root + "/mirror/pages.json", headers={"Host": host})
         assert response.status_code == 400, host
         assert "localhost" in response.text and "allow_hosts" in response.text and "Hostile" not in response.text
-    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "archive.test", f"archive.test:{port}", f"[::1]:{port}"):
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "archive.test", f"archive.test:{port}", "other.test", f"[::1]:{port}"):
         assert get(root + "/mirror/pages.json", headers={"Host": host}).status_code == 200, host
 
 

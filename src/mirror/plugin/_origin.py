@@ -59,7 +59,7 @@ def resource_key(url: str) -> str:
 def allowed_hosts(datasette) -> set[str]:
     """The host names allowed beside loopback ones: the `allow_hosts` plugin setting."""
     names = (datasette.plugin_config("mirror") or {}).get(SETTING) or []
-    return {name.lower().strip() for name in ([names] if isinstance(names, str) else names)}
+    return {_host_name(name) for name in ([names] if isinstance(names, str) else names)} - {""}
 
 
 def validate_settings(datasette) -> None:
@@ -104,9 +104,14 @@ def _on_loopback(scope) -> bool:
 
 
 def _host_allowed(header: str, allowed: set[str]) -> bool:
-    match = _HOST_PORT.fullmatch(header.strip())
-    name = match[1] if match else ""
-    return bool(name) and (is_loopback_address(name) or name.lower() in allowed)
+    name = _host_name(header)
+    return bool(name) and (is_loopback_address(name) or name in allowed)
+
+
+def _host_name(host: str) -> str:
+    """The name in a Host header or a setting, without its port ("" if it is not one)."""
+    match = _HOST_PORT.fullmatch(host.strip())
+    return match[1].lower() if match else ""
 
 
 def _same_origin_or_navigation(scope, headers: dict[str, str], cors: bool) -> bool:
