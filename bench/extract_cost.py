@@ -46,7 +46,8 @@ def load_old_extract(ref: str):
     for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
         _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
         source = source.replace(f"from .{helper} import", f"from old{helper} import")
-    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract, "_narrow_date_parser" in source
+    tweaks = {"narrowed": "_narrow_date_parser" in source, "plain lookup": "_plain_element_lookup" in source}
+    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract, tweaks
 
 
 def main() -> None:
@@ -57,14 +58,21 @@ def main() -> None:
     args = parser.parse_args()
 
     import htmldate.extractors as dates
+    import lxml.html
+    from trafilatura.utils import HTML_PARSER
 
     every_locale = dates.get_external_parser
-    old, old_narrowed = load_old_extract(args.against)
+    old, old_tweaks = load_old_extract(args.against)
     import trafilatura
 
+    from mirror.extract import _plain_element_lookup as plain  # set on import, as the date parser
     from mirror.extract import extract as new
 
     narrowed = dates.get_external_parser  # mirror.extract narrows it on import
+
+    def python_lookup():  # lxml.html's own, as trafilatura has it
+        HTML_PARSER.set_element_class_lookup(lxml.html.HtmlElementClassLookup())
+
     files = sorted(CORPUS.glob("dragnet/input/*.html"))[200:] + sorted(CORPUS.glob("readability/test-pages/*/source.html"))
     step = max(1, len(files) // args.pages)
     bodies = [f.read_bytes() for f in files[::step]][: args.pages]
@@ -72,11 +80,14 @@ def main() -> None:
         sys.exit(f"no corpus pages found in {CORPUS} (set MIRROR_CORPUS)")
     url = "http://127.0.0.1/page.html"
     spent = {"before": 0.0, "now": 0.0, "trafilatura": 0.0}
-    # the older commit gets dateparser as it had it: every locale, unless it narrowed them too
-    runs = {"before": (old, narrowed if old_narrowed else every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
+    # the older commit gets dateparser and lxml's element lookup as it had them (every
+    # locale, lxml.html's Python lookup) unless it changed them itself; trafilatura as it is
+    old_setup = (narrowed if old_tweaks["narrowed"] else every_locale, plain if old_tweaks["plain lookup"] else python_lookup)
+    runs = {"before": (old, old_setup), "now": (new, (narrowed, plain)), "trafilatura": (None, (narrowed, python_lookup))}
     for index, body in enumerate(bodies):
-        for name, (function, date_parser) in runs.items():
+        for name, (function, (date_parser, set_lookup)) in runs.items():
             dates.get_external_parser = date_parser
+            set_lookup()
             start = time.process_time()
             function(body, url, "text/html") if function else trafilatura.extract(body, url=url)
             if index >= 3:  # the first pages pay one-time compiles
