@@ -187,3 +187,23 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
     assert missing.exit_code == 1 and "no such page" in missing.output
     no_archive = cli("search", "显存", "--archive", str(tmp_path / "nope"))
     assert no_archive.exit_code == 1 and "no archive here" in no_archive.output
+
+
+def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
+    """The index values come from the extraction worker; they are exactly what the writer
+    makes from the stored row, so a page fetched and a page re-indexed are found alike."""
+    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS, index_values
+
+    body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
+    extraction = extract(body, "http://127.0.0.1/a", "text/html")
+    assert extraction.status == "archived"
+    assert extraction.search_index == index_values(extraction.title, extraction.text, extraction.author, extraction.sitename)
+    assert "显存" in extraction.search_index[-1].split()  # a bigram token of the body
+    assert extract(b"<html><body><p>too short</p></body></html>", "http://x/", "text/html").search_index is None
+
+    url = web.add("/article-zh", body)
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    indexed = db.execute(f"select {', '.join(INDEX_COLUMNS)} from pages_fts where rowid = ?", [row["id"]]).fetchone()
+    assert indexed == index_values(*(row[column] for column in FTS_COLUMNS))
+    assert db.execute("select count(*) from pages_fts where pages_fts match ?", ['body2:"显存"']).fetchone()[0] == 1

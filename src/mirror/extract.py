@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ._charset import legacy_chinese
 from ._markdown import mark_images, render_article, serialize
+from ._segment import index_values
 from ._sniff import sniff
 from ._text import decode
 from ._types import Extraction, PageStatus, WarcLocation
@@ -261,6 +262,8 @@ def _finish(result: Extraction) -> Extraction:
         setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
     result.status = PageStatus.NO_TEXT if result.word_count < MIN_WORDS else PageStatus(result.status)
+    if result.status == PageStatus.ARCHIVED:  # segmented here, in the worker, not by the writer
+        result.search_index = index_values(result.title, result.text, result.author, result.sitename)
     return result
 
 

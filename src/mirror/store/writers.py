@@ -182,7 +182,7 @@ class RowWriters:
         page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
         self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
         if extraction.status == PageStatus.ARCHIVED:
-            self.db.execute(*_fts.index_insert(page_id, row))
+            self.db.execute(*_fts.index_insert(page_id, row, extraction.search_index))
 
     def rebuild_index(self) -> int:
         """Re-create the search index from the pages table; returns pages indexed."""
