@@ -7,6 +7,7 @@ import json
 import pytest
 import sqlite_utils
 
+from mirror._types import Extraction
 from mirror.extract import count_words, decode_html, extract
 from mirror.fetch import FetchOptions, run
 from mirror.seeds import links_from_urls
@@ -207,3 +208,29 @@ def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
     indexed = db.execute(f"select {', '.join(INDEX_COLUMNS)} from pages_fts where rowid = ?", [row["id"]]).fetchone()
     assert indexed == index_values(*(row[column] for column in FTS_COLUMNS))
     assert db.execute("select count(*) from pages_fts where pages_fts match ?", ['body2:"显存"']).fetchone()[0] == 1
+
+
+def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, web):
+    """Re-extracted pages are indexed as they are saved; after them, an archived page
+    without a capture is indexed from its row and a stale row of a page without text goes."""
+    from mirror.reindex import reindex
+
+    article = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
+    empty = web.add("/empty", b"<html><body><p>nothing here</p></body></html>")
+    db, _ = fetch(tmp_path, [article, empty])
+    uncaptured = "http://127.0.0.1:9/typed-in"
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls([uncaptured]))
+        text = "混合精度训练的笔记，" * 10
+        archive.save_extraction(uncaptured, Extraction(status="archived", kind="text", title="笔记", text=text, markdown=text))
+    ids = {url: db["pages"].get(url)["id"] for url in (article, empty, uncaptured)}
+    db.execute("delete from pages_fts")
+    db.execute("insert into pages_fts (rowid, text) values (?, 'stale')", [ids[empty]])
+    db.conn.commit()
+    web.shutdown()
+    with Archive(tmp_path / "archive") as archive:
+        counts = reindex(archive, workers=1)
+    assert counts["indexed"] == 2
+    assert sorted(r[0] for r in db.execute("select rowid from pages_fts")) == sorted([ids[article], ids[uncaptured]])
+    found = db.execute("select rowid from pages_fts where pages_fts match ?", ['body2:"精度"']).fetchall()
+    assert sorted(r[0] for r in found) == sorted([ids[article], ids[uncaptured]])
