@@ -6,6 +6,7 @@ file itself, so only a file offset crosses the process boundary.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -174,17 +175,14 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
     (bench/extract_cost.py). Metadata is found on the tree before it is marked.
     """
     from trafilatura import bare_extraction, extract_metadata
-    from trafilatura.settings import Document, Extractor
+    from trafilatura.settings import Document
     from trafilatura.utils import load_html
 
     html = decode_html(body, content_type)
     tree = load_html(html)
     document = meta = None
     if tree is not None:
-        # trafilatura's defaults (tables, comments, fallbacks) plus links and formatting; no
-        # URL, so that it does not resolve every link of the page (`render_article` resolves
-        # those of the article): the URL serves nothing else once metadata is found
-        options = Extractor(formatting=True, links=True, tables=True, comments=True, output_format="txt")
+        options = _options()
         try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
             meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
         except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
@@ -222,6 +220,17 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         images=images,
     )
     return _finish(result)
+
+
+@functools.cache
+def _options():
+    """trafilatura's defaults (tables, comments, fallbacks) plus links and formatting; no
+    URL, so that it does not resolve every link of the page (`render_article` resolves those
+    of the article): the URL serves nothing else once metadata is found. Made once per
+    process (reading trafilatura's settings costs ~0.5 ms); extraction never changes it."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(formatting=True, links=True, tables=True, comments=True, output_format="txt")
 
 
 def _extract_pdf(body: bytes) -> Extraction:
