@@ -25,39 +25,7 @@ from _measure import report  # noqa: E402
 from loopback import corpus_pages, page_urls  # noqa: E402
 from throughput import start_web  # noqa: E402
 
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def pss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def is_browser(pid: int) -> bool:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return False
-    return b"chrom" in command or b"node" in command  # chromium and Playwright's driver
+from mirror._procmem import descendants, is_browser, pss_mb  # noqa: E402
 
 
 def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
 
 from ._blocked import blocked_reason
+from ._procmem import browser_pss_mb
 from ._types import RenderError
 from .warc import Capture
 
@@ -36,13 +39,35 @@ LAUNCH_ARGS = [
 VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
 MAX_SCROLLS = 30  # screens scrolled to wake lazy images
+QUIET = 0.5  # seconds without a request or a DOM change: the page has settled
+QUIET_CHECK = 0.2  # ... confirmed over this much more
+LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) no longer holds the page up
+POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
+# the browser (chromium and Playwright's driver, PSS) is restarted between pages above this
+MEMORY_MB = float(os.environ.get("MIRROR_BROWSER_MEMORY_MB") or 900)
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
 
 
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
             "download": ("download refused", "downloads refused")}
 # a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
+# milliseconds since the DOM last changed: a MutationObserver installed before the page's own scripts run
+_WATCH_CHANGES = """(() => { const mark = () => { window.__mirrorChanged = performance.now(); }; mark();
+new MutationObserver(mark).observe(document, {childList: true, subtree: true, characterData: true}); })();"""
+_CHANGED_AGO = "() => window.__mirrorChanged === undefined ? 0 : performance.now() - window.__mirrorChanged"
+# a screen at a time, two frames apart (IntersectionObserver callbacks run between them), then back to the top
+_SCROLL = """async (most) => {
+  const frame = () => new Promise(done => { requestAnimationFrame(() => requestAnimationFrame(done)); setTimeout(done, 100); });
+  for (let i = 0; i < most; i++) {
+    const end = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
+    if (end) break;
+    window.scrollBy(0, window.innerHeight);
+    await frame();
+  }
+  window.scrollTo(0, 0);
+  await frame();
+}"""
 _SETS_COOKIE = re.compile(r"document\.cookie\s*=")
 _RELOADS = re.compile(r"location\.(?:reload|replace|assign|href\s*=)|location\s*=")
 
@@ -73,15 +98,21 @@ class Renderer:
         headers: dict[str, str],
         cookies: list[Cookie],
         max_bytes: int,
+        memory_mb: float = MEMORY_MB,
     ):
         self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
         self.user_agent, self.headers = user_agent, headers
         self.cookies = [_playwright_cookie(c) for c in cookies]
+        self.memory_mb = memory_mb
+        self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
         self._playwright = None
         self._browser = None
         self._rendered = 0
+        self._retire: str | None = None  # why the current browser is to be replaced once its tabs are done
+        self._using: Counter = Counter()  # browser -> renders in it now
+        self._released = asyncio.Condition()
         self._unusable: str | None = None
 
     async def render(self, url: str) -> Rendered:
@@ -97,45 +128,63 @@ class Renderer:
                 self._unusable = f"chromium did not start: {_short(exc)}"
                 result.error, result.notes = RenderError.CRASH, [self._unusable]
                 return result
-            context = None
             try:
-                async with asyncio.timeout(self.timeout + GRACE):
-                    context = await browser.new_context(
-                        user_agent=self.user_agent,
-                        extra_http_headers=self.headers,
-                        viewport=VIEWPORT,
-                        accept_downloads=False,
-                        service_workers="block",  # their fetches would not be seen, so not captured
-                        permissions=[],
-                    )
-                    if self.cookies:
-                        await context.add_cookies(self.cookies)
-                    await _Visit(self, context, result).run()
-            except TimeoutError:
-                result.error = RenderError.HUNG
-                result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
-                await self._replace(browser)
-            except Exception as exc:  # noqa: BLE001 - a page must not end the run
-                if not browser.is_connected():
-                    result.error = RenderError.CRASH
-                    result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
-                    await self._replace(browser)
-                else:
-                    result.error = result.error or RenderError.FAILED
-                    result.notes.append(_short(exc))
+                await self._visit(browser, result)
             finally:
-                if context is not None:
-                    try:
-                        async with asyncio.timeout(10):
-                            await context.close()
-                    except Exception:  # noqa: BLE001
-                        await self._replace(browser)
+                await self._release(browser, result)
             return result
 
+    async def _visit(self, browser, result: Rendered) -> None:
+        context = None
+        try:
+            async with asyncio.timeout(self.timeout + GRACE):
+                context = await browser.new_context(
+                    user_agent=self.user_agent,
+                    extra_http_headers=self.headers,
+                    viewport=VIEWPORT,
+                    accept_downloads=False,
+                    service_workers="block",  # their fetches would not be seen, so not captured
+                    permissions=[],
+                )
+                if self.cookies:
+                    await context.add_cookies(self.cookies)
+                await _Visit(self, context, result).run()
+        except TimeoutError:
+            result.error = RenderError.HUNG
+            result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
+            await self._replace(browser)
+        except Exception as exc:  # noqa: BLE001 - a page must not end the run
+            if not browser.is_connected():
+                result.error = RenderError.CRASH
+                result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
+                await self._replace(browser)
+            else:
+                result.error = result.error or RenderError.FAILED
+                result.notes.append(_short(exc))
+        finally:
+            if context is not None:
+                try:
+                    async with asyncio.timeout(10):
+                        await context.close()
+                except Exception:  # noqa: BLE001
+                    await self._replace(browser)
+
     async def _current(self):
+        """The browser for the next render; one that is due for a restart is closed first, once
+        the renders still in it have ended (so a restart never cuts another tab's page short)."""
         async with self._lock:
-            if self._browser is not None and (not self._browser.is_connected() or self._rendered >= RESTART_EVERY):
+            if self._browser is not None and not self._browser.is_connected():
                 await self._stop_browser()
+            if self._browser is not None and (self._retire or self._rendered >= RESTART_EVERY):
+                browser = self._browser
+                try:
+                    async with asyncio.timeout(self.timeout + GRACE + 10), self._released:
+                        await self._released.wait_for(lambda: not self._using[browser])
+                except TimeoutError:
+                    pass
+                if self._browser is browser:
+                    await self._stop_browser()
+                    self.restarts += 1
             if self._browser is None:
                 if self._playwright is None:
                     from playwright.async_api import async_playwright
@@ -144,39 +193,29 @@ class Renderer:
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000
                 )
-                self._rendered = 0
+                self._rendered, self._retire = 0, None
             self._rendered += 1
+            self._using[self._browser] += 1
             return self._browser
 
+    async def _release(self, browser, result: Rendered) -> None:
+        """A render has ended: measure the browser's memory while it is between pages."""
+        async with self._released:
+            self._using[browser] -= 1
+            if self._using[browser] <= 0:
+                del self._using[browser]
+            self._released.notify_all()
+        if browser is self._browser and not self._retire and self.memory_mb:
+            used = await asyncio.to_thread(browser_pss_mb, os.getpid())
+            if used > self.memory_mb:
+                self._retire = f"{used:.0f} MB over the {self.memory_mb:g} MB limit"
+                result.notes.append(f"the browser took {self._retire}; it was restarted")
+
     async def _replace(self, browser) -> None:
-        """After a crash or a hang: the next render gets a new browser."""
-        async with self._lock:
-            if self._browser is browser:
-                await self._stop_browser()
-
-    async def _stop_browser(self) -> None:
-        browser, self._browser = self._browser, None
-        try:
-            async with asyncio.timeout(10):
-                await browser.close()
-        except Exception:  # noqa: BLE001 - a hung browser: stopping the driver takes it down
-            await self._stop_driver()
-
-    async def _stop_driver(self) -> None:
-        playwright, self._playwright = self._playwright, None
-        if playwright is not None:
-            try:
-                async with asyncio.timeout(10):
-                    await playwright.stop()
-            except Exception:  # noqa: BLE001
-                pass
-
-    async def close(self) -> None:
-        async with self._lock:
-            if self._browser is not None:
-                await self._stop_browser()
-            await self._stop_driver()
-
+        """After a crash or a hang: the next render gets a new browser (no lock: the render
+        that waits for this one to end may hold it)."""
+        if self._browser is browser:
+            await self._stop_browser()
 
 class _Visit:
     """One page in one context: load, settle, capture."""
@@ -190,6 +229,8 @@ class _Visit:
         self.dropped = 0
         self.counts = {"dialog": 0, "popup": 0, "download": 0}
         self.download_started = asyncio.Event()
+        self.in_flight: dict[object, float] = {}  # request -> when it started
+        self.last_request = self.loop.time()
 
     def left_ms(self, cap: float | None = None) -> float:
         left = max(self.deadline - self.loop.time(), 0.05)
@@ -202,7 +243,10 @@ class _Visit:
         page.on("dialog", self._dialog)
         page.on("download", self._download)
         page.on("response", self._document)
-        page.on("requestfinished", lambda request: self._keep(request))
+        page.on("request", self._started)
+        page.on("requestfailed", self._ended)
+        page.on("requestfinished", self._finished)
+        await page.add_init_script(_WATCH_CHANGES)
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         # a page that starts a download never finishes loading: stop waiting at the download
@@ -228,11 +272,11 @@ class _Visit:
         await self._finish()
 
     async def _settle(self) -> None:
-        """Network idle, lazy images scrolled into view, and a challenge given time to reload."""
+        """Quiet, lazy images scrolled into view and quiet again, and a challenge given time to reload."""
         for _ in range(3):  # a challenge that reloads into another challenge gets three chances
-            await self._idle()
+            await self._quiet()
             await self._scroll()
-            await self._idle(cap=3)
+            await self._quiet()
             if not await self._looks_unfinished():
                 return
             try:  # a JavaScript challenge computes its cookie, then navigates
@@ -241,30 +285,42 @@ class _Visit:
             except Exception:  # noqa: BLE001 - nothing more came
                 return
 
-    async def _idle(self, cap: float | None = None) -> None:
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
+    async def _quiet(self) -> None:
+        """Wait until the page is settled: for QUIET seconds no request started or in flight (but
+        those pending for LONG_REQUEST, a long poll or a hanging tracker) and no DOM change.
+        Ends at the deadline, which marks the render as timed out."""
+        quiet_since = None
+        while True:
+            now = self.loop.time()
+            waiting = [t for t in self.in_flight.values() if now - t < LONG_REQUEST]
+            changed = await self._dom_changed_ago()
+            idle = not waiting and now - self.last_request >= QUIET and changed >= QUIET
+            if idle:
+                quiet_since = quiet_since or now
+                if now - quiet_since >= QUIET_CHECK:
+                    return
+            else:
+                quiet_since = None
+            if now >= self.deadline:
+                n = len(self.in_flight)
+                busy = [f"{n} request{'s' if n != 1 else ''} in flight"] if n else []
+                busy += ["the page kept changing"] if changed < QUIET else []
+                self._timed_out(f"the page never went idle ({', '.join(busy) or 'busy'})")
+                return
+            await asyncio.sleep(POLL)
 
+    async def _dom_changed_ago(self) -> float:
+        """Seconds since the page's DOM last changed (0 while it is navigating)."""
         try:
-            await self.page.wait_for_load_state("networkidle", timeout=self.left_ms(cap))
-        except PlaywrightTimeout:
-            if cap is None:
-                self._timed_out("the network never went idle")
+            return await self.page.evaluate(_CHANGED_AGO) / 1000
+        except Exception:  # noqa: BLE001 - navigating right now
+            return 0.0
 
     async def _scroll(self) -> None:
-        script = "() => { window.scrollBy(0, window.innerHeight); return window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2; }"
-        for _ in range(MAX_SCROLLS):
-            if self.loop.time() > self.deadline:
-                break
-            try:
-                at_end = await self.page.evaluate(script)
-            except Exception:  # noqa: BLE001 - the page navigated while scrolling
-                return
-            await asyncio.sleep(0.2)
-            if at_end:
-                break
+        """A screen at a time, a frame apart, to the end (at most MAX_SCROLLS screens), then back to the top."""
         try:
-            await self.page.evaluate("() => window.scrollTo(0, 0)")
-        except Exception:  # noqa: BLE001
+            await self.page.evaluate(_SCROLL, MAX_SCROLLS)
+        except Exception:  # noqa: BLE001 - the page navigated while scrolling
             pass
 
     async def _looks_unfinished(self) -> bool:
@@ -336,7 +392,14 @@ class _Visit:
         if response.request.is_navigation_request() and response.frame == self.page.main_frame:
             self.result.status = response.status
 
-    def _keep(self, request) -> None:
+    def _started(self, request) -> None:
+        self.in_flight[request] = self.last_request = self.loop.time()
+
+    def _ended(self, request) -> None:
+        self.in_flight.pop(request, None)
+
+    def _finished(self, request) -> None:
+        self._ended(request)
         task = asyncio.ensure_future(self._save(request))
         self.saving.add(task)
         task.add_done_callback(self.saving.discard)
