@@ -28,6 +28,35 @@ from throughput import start_web  # noqa: E402
 from mirror._procmem import descendants, is_browser, pss_mb  # noqa: E402
 
 
+class BrowserMemory:
+    """The browser's peak memory under a process (chromium and Playwright's driver, PSS), sampled
+    every 0.2 s in a thread until the process ends, and when the browser first appeared."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.pid, self.every = pid, every
+        self.peak_mb = 0.0
+        self.first_seen: float | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.is_set() and Path(f"/proc/{self.pid}").exists():
+            browser = [p for p in descendants(self.pid) if is_browser(p)]
+            if browser and self.first_seen is None:
+                self.first_seen = time.monotonic()
+            self.peak_mb = max(self.peak_mb, sum(pss_mb(p) for p in browser))
+            self._done.wait(self.every)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def render_seconds(self, ended: float) -> float:
+        """From the browser's start to `ended` (a time.monotonic()): the render pass."""
+        return ended - self.first_seen if self.first_seen else 0.0
+
+
 def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
@@ -35,24 +64,13 @@ def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float
                "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json"]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = {"mb": 0.0, "first_browser": None}
-
-    def sample() -> None:
-        while process.poll() is None:
-            browser_pids = [p for p in descendants(process.pid) if is_browser(p)]
-            if browser_pids and peak["first_browser"] is None:
-                peak["first_browser"] = time.monotonic()
-            peak["mb"] = max(peak["mb"], sum(pss_mb(p) for p in browser_pids))
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    memory = BrowserMemory(process.pid)
     out, _ = process.communicate()
     wall = time.monotonic() - started
-    sampler.join()
+    memory.stop()
     summary = json.loads(out) if process.returncode == 0 else {}
-    render_seconds = wall - (peak["first_browser"] - started) if peak["first_browser"] else 0.0
-    return {"wall": wall, "summary": summary, "peak_mb": peak["mb"], "render_seconds": render_seconds, "code": process.returncode}
+    return {"wall": wall, "summary": summary, "peak_mb": memory.peak_mb, "render_seconds": memory.render_seconds(started + wall),
+            "code": process.returncode}
 
 
 def main() -> None:

@@ -14,10 +14,12 @@ import io
 import os
 import re
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
 
 from ._blocked import blocked_reason
+from ._client import Reach
 from ._procmem import browser_pss_mb
 from ._types import RenderError
 from .warc import Capture
@@ -50,7 +52,9 @@ GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the brows
 
 
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
-            "download": ("download refused", "downloads refused")}
+            "download": ("download refused", "downloads refused"),
+            "private": ("request to a more private address than the page's refused (--allow-private to allow)",
+                        "requests to more private addresses than the page's refused (--allow-private to allow)")}
 # a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
 # milliseconds since the DOM last changed: a MutationObserver installed before the page's own scripts run
 _WATCH_CHANGES = """(() => { const mark = () => { window.__mirrorChanged = performance.now(); }; mark();
@@ -99,11 +103,14 @@ class Renderer:
         cookies: list[Cookie],
         max_bytes: int,
         memory_mb: float = MEMORY_MB,
+        reach_of: Callable[[str], Awaitable[object]] | None = None,
     ):
+        """`reach_of` says how private a URL's address is (a `Reach`, or anything else when
+        unknown), for renders given a `reach` limit."""
         self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
         self.user_agent, self.headers = user_agent, headers
         self.cookies = [_playwright_cookie(c) for c in cookies]
-        self.memory_mb = memory_mb
+        self.memory_mb, self.reach_of = memory_mb, reach_of
         self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
@@ -115,8 +122,12 @@ class Renderer:
         self._released = asyncio.Condition()
         self._unusable: str | None = None
 
-    async def render(self, url: str) -> Rendered:
-        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`."""
+    async def render(self, url: str, reach: Reach | None = None) -> Rendered:
+        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`.
+
+        With `reach`, the page's requests go only to addresses no more private than that (the
+        HTTP fetcher's rule for a page's resources); the others are refused and counted.
+        """
         async with self._tabs:
             result = Rendered(url=url, final_url=url)
             if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
@@ -129,12 +140,12 @@ class Renderer:
                 result.error, result.notes = RenderError.CRASH, [self._unusable]
                 return result
             try:
-                await self._visit(browser, result)
+                await self._visit(browser, result, reach)
             finally:
                 await self._release(browser, result)
             return result
 
-    async def _visit(self, browser, result: Rendered) -> None:
+    async def _visit(self, browser, result: Rendered, reach: Reach | None) -> None:
         context = None
         try:
             async with asyncio.timeout(self.timeout + GRACE):
@@ -148,7 +159,10 @@ class Renderer:
                 )
                 if self.cookies:
                     await context.add_cookies(self.cookies)
-                await _Visit(self, context, result).run()
+                visit = _Visit(self, context, result)
+                if reach is not None and self.reach_of is not None:
+                    await visit.guard(reach)
+                await visit.run()
         except TimeoutError:
             result.error = RenderError.HUNG
             result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
@@ -217,6 +231,30 @@ class Renderer:
         if self._browser is browser:
             await self._stop_browser()
 
+    async def _stop_browser(self) -> None:
+        browser, self._browser = self._browser, None
+        try:
+            async with asyncio.timeout(10):
+                await browser.close()
+        except Exception:  # noqa: BLE001 - a hung browser: stopping the driver takes it down
+            await self._stop_driver()
+
+    async def _stop_driver(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            try:
+                async with asyncio.timeout(10):
+                    await playwright.stop()
+            except Exception:  # noqa: BLE001
+                pass
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._browser is not None:
+                await self._stop_browser()
+            await self._stop_driver()
+
+
 class _Visit:
     """One page in one context: load, settle, capture."""
 
@@ -227,7 +265,7 @@ class _Visit:
         self.saving: set[asyncio.Task] = set()
         self.bytes = 0
         self.dropped = 0
-        self.counts = {"dialog": 0, "popup": 0, "download": 0}
+        self.counts = dict.fromkeys(_REFUSED, 0)
         self.download_started = asyncio.Event()
         self.in_flight: dict[object, float] = {}  # request -> when it started
         self.last_request = self.loop.time()
@@ -374,6 +412,42 @@ class _Visit:
         self.counts[kind] += 1
         try:
             await refusal()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def guard(self, reach: Reach) -> None:
+        """Route every request (and WebSocket) of the page through the address rule.
+
+        Chromium follows redirects without asking the route again: a redirect from an allowed
+        address to a more private one is not caught here."""
+        self.reach = reach
+        await self.context.route("**/*", self._route)
+        await self.context.route_web_socket(re.compile(".*"), self._route_socket)
+
+    async def _allowed(self, url: str) -> bool:
+        if not url.startswith(("http://", "https://", "ws://", "wss://")):
+            return True  # data:, blob: and the like never leave the browser
+        where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
+        if isinstance(where, Reach) and where > self.reach:
+            self.counts["private"] += 1
+            return False
+        return True  # a name that does not resolve fails in the browser as it would anyway
+
+    async def _route(self, route) -> None:
+        try:
+            if await self._allowed(route.request.url):
+                await route.continue_()
+            else:
+                await route.abort("blockedbyclient")
+        except Exception:  # noqa: BLE001 - the page or its context closed meanwhile
+            pass
+
+    async def _route_socket(self, socket) -> None:
+        try:
+            if await self._allowed(socket.url):
+                socket.connect_to_server()
+            else:
+                await socket.close(code=1008, reason="refused by the archiver")
         except Exception:  # noqa: BLE001
             pass
 
