@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from loopback import corpus_pages, page_urls  # noqa: E402
 from throughput import start_web  # noqa: E402
 
 from mirror._procmem import descendants, is_browser, pss_mb  # noqa: E402
+from mirror.browser import find_chromium  # noqa: E402
 
 
 class BrowserMemory:
@@ -57,11 +59,30 @@ class BrowserMemory:
         return ended - self.first_seen if self.first_seen else 0.0
 
 
-def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
+def loopback_chromium(folder: Path, real_dns: bool = False) -> list[str]:
+    """`--chromium` options for the loopback web: a chromium in which host names fail at once.
+
+    The corpus pages ask dozens of CDN and tracker names; without a network, a resolver may take
+    seconds to fail a burst of lookups (this machine's takes 5 s for 30), which would be measured
+    instead of rendering. On the real web those names resolve. The loopback web is all IP literals.
+    """
+    chromium = find_chromium()
+    if chromium is None:
+        sys.exit("error: no chromium found (apt install chromium, or MIRROR_CHROMIUM)")
+    if real_dns:
+        return ["--chromium", chromium]
+    wrapper = folder / "chromium-no-dns"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(chromium)} --host-resolver-rules=\"MAP * ~NOTFOUND, EXCLUDE 127.*\" "$@"\n')
+    wrapper.chmod(0o755)
+    return ["--chromium", str(wrapper)]
+
+
+def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float, real_dns: bool = False) -> dict:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", "4", "--no-images",
-               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json"]
+               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json",
+               *(loopback_chromium(folder, real_dns) if browser != "never" else [])]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     memory = BrowserMemory(process.pid)
@@ -80,6 +101,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--tabs", type=int, default=2, help="--browser-tabs")
     parser.add_argument("--timeout", type=float, default=30)
+    parser.add_argument("--real-dns", action="store_true", help="let chromium ask the resolver for the pages' CDN names")
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     args = parser.parse_args()
 
@@ -88,14 +110,15 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-browser-") as tmp:
             urls = page_urls(args.pages, args.hosts, port)
             plain = fetch(urls, Path(tmp) / "never", "never", args.tabs, args.timeout)
-            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout)
+            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout, args.real_dns)
     finally:
         web.kill()
     if rendered["code"] != 0 or plain["code"] != 0:
         sys.exit(f"error: mirror fetch failed (exit {rendered['code']} / {plain['code']})")
     renders = sum(rendered["summary"].get("rendered", {}).values())
     rows = [
-        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}"),
+        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}; "
+                  + ("host names asked of the resolver" if args.real_dns else "host names outside the loopback web fail at once in chromium")),
         ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
         ("--browser always", f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
                              f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}"),

@@ -116,9 +116,10 @@ def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid:
                "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", args.browser,
                "--browser-tabs", str(args.browser_tabs), "--images" if images else "--no-images"]
     watched = []
-    if args.browser != "never":  # bench/browser.py's measure of the browser's memory, meanwhile
-        from browser import BrowserMemory
+    if args.browser != "never":  # bench/browser.py's chromium and its measure of the browser's memory, meanwhile
+        from browser import BrowserMemory, loopback_chromium
 
+        command += loopback_chromium(folder, args.real_dns)
         run = measured_run(command, web_pid, lambda pid: watched.append(BrowserMemory(pid)), cwd=folder)
     else:
         run = measured_run(command, web_pid, cwd=folder)
@@ -226,6 +227,7 @@ def main() -> None:
     parser.add_argument("--browser", choices=["never", "auto", "always"], default="never",
                         help="mirror fetch --browser: with auto or always, also report rendered pages/s and the browser's peak memory")
     parser.add_argument("--browser-tabs", type=int, default=2)
+    parser.add_argument("--real-dns", action="store_true", help="with --browser: let chromium ask the resolver for the pages' CDN names")
     parser.add_argument("--skip-trafilatura", action="store_true")
     parser.add_argument("--skip-no-images", action="store_true", help="do not also run mirror with --no-images")
     parser.add_argument("--quiet", type=float, default=0.15, help="most cores the rest of the machine may keep busy in a recorded run")

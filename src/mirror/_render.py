@@ -3,8 +3,11 @@
 Nothing is downloaded: Playwright launches the given executable (Debian's
 chromium). Each page gets a fresh context (its own cookies and cache, closed
 afterwards); dialogs are dismissed, pop-ups closed, downloads and permission
-prompts refused. A page that never settles is captured as it is when the time
-runs out. A browser that crashes or hangs is replaced.
+prompts refused. A page is captured as soon as it is quiet (no request and no
+DOM change for a moment, before and after scrolling through it), or as it is
+when the time runs out. A browser that crashes or hangs is replaced; one over
+its memory limit is replaced between pages. Given a `Reach`, a page's requests
+go only to addresses no more private than that (the HTTP fetcher's rule).
 """
 
 from __future__ import annotations
@@ -36,13 +39,14 @@ LAUNCH_ARGS = [
     "--mute-audio",
     "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
     "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
-    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    "--disable-extensions",
+    # a page kept for the back button would hold its memory until the context closes
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
 MAX_SCROLLS = 30  # screens scrolled to wake lazy images
 QUIET = 0.5  # seconds without a request or a DOM change: the page has settled
-QUIET_CHECK = 0.2  # ... confirmed over this much more
 LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) no longer holds the page up
 POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
@@ -327,18 +331,12 @@ class _Visit:
         """Wait until the page is settled: for QUIET seconds no request started or in flight (but
         those pending for LONG_REQUEST, a long poll or a hanging tracker) and no DOM change.
         Ends at the deadline, which marks the render as timed out."""
-        quiet_since = None
         while True:
             now = self.loop.time()
             waiting = [t for t in self.in_flight.values() if now - t < LONG_REQUEST]
             changed = await self._dom_changed_ago()
-            idle = not waiting and now - self.last_request >= QUIET and changed >= QUIET
-            if idle:
-                quiet_since = quiet_since or now
-                if now - quiet_since >= QUIET_CHECK:
-                    return
-            else:
-                quiet_since = None
+            if not waiting and now - self.last_request >= QUIET and changed >= QUIET:
+                return
             if now >= self.deadline:
                 n = len(self.in_flight)
                 busy = [f"{n} request{'s' if n != 1 else ''} in flight"] if n else []

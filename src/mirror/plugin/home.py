@@ -1,5 +1,6 @@
 """The reading home at `/`: the seeds as written, seed → section → links, with each
-link's title, site, status, reader view and screenshot thumbnail; counts and the latest archived articles.
+link's title, site, status, reader view and screenshot thumbnail; counts and the
+latest archived articles.
 
 Paged by link occurrence (the links table's primary key order), so a page costs
 the same at 100 or 100,000 links. datasette's table list is one click away.
