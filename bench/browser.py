@@ -4,7 +4,9 @@ Reports rendered pages per second (the render pass alone and the whole run,
 against the same run with `--browser never`) and the browser's peak memory:
 the proportional set size (PSS, shared pages split fairly) of every process
 under `mirror fetch` except itself and its extraction workers, sampled every
-0.2 s from /proc.
+0.2 s from /proc. chromium fails the host names outside the loopback web at
+once (the corpus pages ask dozens of CDNs), as a working resolver answers;
+`--real-dns` asks this machine's resolver instead.
 
     python bench/browser.py --pages 200 --tabs 2 --record
 """
