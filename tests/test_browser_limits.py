@@ -68,13 +68,14 @@ def test_a_run_over_the_memory_limit_goes_on_with_every_page_recorded(tmp_path, 
 
 
 def public_page(web, allow_private: bool, tmp_path, monkeypatch):
-    """A page that comes through a proxy as a public site; its script and image ask this machine."""
+    """A page that comes through a proxy as a public site; its script, image and WebSocket ask this machine."""
     admin = web.url("/internal-admin?action=reboot")
     body = (f"<html><head><title>Public article</title></head><body><article><h1>Public article</h1>"
             + "<p>A public article with enough words in it to be read as an article by the extractor, "
               "written about nothing in particular but long enough to count.</p>" * 4
             + f'<img src="{web.url("/internal-picture.png")}"></article>'
-            + f"<script>fetch({json.dumps(admin)}).catch(() => {{}});</script></body></html>").encode()
+            + f"<script>fetch({json.dumps(admin)}).catch(() => {{}});"
+            + f"try {{ new WebSocket({json.dumps(web.url('/internal-socket').replace('http', 'ws', 1))}); }} catch (e) {{}}</script></body></html>").encode()
     web.add("/public-article", body)
     web.add("/internal-admin", b"rebooted", content_type="text/plain")
     monkeypatch.setenv("HTTP_PROXY", web.url(""))
@@ -93,11 +94,13 @@ def test_a_public_page_rendered_cannot_make_the_browser_request_loopback(tmp_pat
     if allow_private:
         assert web.recorder.hits["/internal-admin"] == 1
         assert web.recorder.hits["/internal-picture.png"] == 1
+        assert web.recorder.hits["/internal-socket"] == 1  # the WebSocket handshake is a GET
         assert "private" not in (page["render_note"] or "")
     else:
         assert web.recorder.hits["/internal-admin"] == 0
         assert web.recorder.hits["/internal-picture.png"] == 0
-        assert "2 requests to more private addresses than the page's refused (--allow-private to allow)" in page["render_note"]
+        assert web.recorder.hits["/internal-socket"] == 0
+        assert "3 requests to more private addresses than the page's refused (--allow-private to allow)" in page["render_note"]
 
 
 def test_a_loopback_page_rendered_may_request_loopback(tmp_path, web):
