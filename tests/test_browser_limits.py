@@ -67,6 +67,14 @@ def test_a_run_over_the_memory_limit_goes_on_with_every_page_recorded(tmp_path, 
     assert (spa["status"], spa["capture"]) == ("archived", "browser")
 
 
+@pytest.mark.parametrize("value", ["lots", "-1"])
+def test_a_bad_memory_limit_is_refused(tmp_path, value):
+    chromium_or_skip()
+    result = run_mirror("fetch", "--browser", "always", cwd=tmp_path, env={"MIRROR_BROWSER_MEMORY_MB": value})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"MIRROR_BROWSER_MEMORY_MB='{value}': not a number of megabytes" in result.stderr
+
+
 def public_page(web, allow_private: bool, tmp_path, monkeypatch):
     """A page that comes through a proxy as a public site; its script, image and WebSocket ask this machine."""
     admin = web.url("/internal-admin?action=reboot")

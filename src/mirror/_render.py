@@ -50,8 +50,7 @@ QUIET = 0.5  # seconds without a request or a DOM change: the page has settled
 LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) no longer holds the page up
 POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
-# the browser (chromium and Playwright's driver, PSS) is restarted between pages above this
-MEMORY_MB = float(os.environ.get("MIRROR_BROWSER_MEMORY_MB") or 900)
+MEMORY_MB = 900.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
 
 
@@ -95,6 +94,17 @@ class Rendered:
     notes: list[str] = field(default_factory=list)
 
 
+def memory_limit_mb() -> float:
+    """`MIRROR_BROWSER_MEMORY_MB` (0: no limit), else MEMORY_MB; ValueError if it is not a number of MB."""
+    text = os.environ.get("MIRROR_BROWSER_MEMORY_MB", "").strip()
+    if not text:
+        return MEMORY_MB
+    value = float(text)
+    if not value >= 0:  # negative or nan
+        raise ValueError(text)
+    return value
+
+
 class Renderer:
     def __init__(
         self,
@@ -106,15 +116,16 @@ class Renderer:
         headers: dict[str, str],
         cookies: list[Cookie],
         max_bytes: int,
-        memory_mb: float = MEMORY_MB,
+        memory_mb: float | None = None,
         reach_of: Callable[[str], Awaitable[object]] | None = None,
     ):
-        """`reach_of` says how private a URL's address is (a `Reach`, or anything else when
-        unknown), for renders given a `reach` limit."""
+        """`memory_mb` defaults to `memory_limit_mb()`; `reach_of` says how private a URL's
+        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit."""
         self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
         self.user_agent, self.headers = user_agent, headers
         self.cookies = [_playwright_cookie(c) for c in cookies]
-        self.memory_mb, self.reach_of = memory_mb, reach_of
+        self.memory_mb = memory_limit_mb() if memory_mb is None else memory_mb
+        self.reach_of = reach_of
         self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()

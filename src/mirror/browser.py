@@ -28,7 +28,7 @@ from . import warc
 from ._blocked import blocked_reason
 from ._client import HostGate, Reach
 from ._faults import crash_point
-from ._render import Rendered, Renderer
+from ._render import Rendered, Renderer, memory_limit_mb
 from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
 from .extract import extract_capture
 from .store import Archive, now
@@ -80,6 +80,10 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
             import playwright.async_api  # noqa: F401
         except ImportError:
             problem = "Playwright is not installed (pip install playwright)"
+    try:
+        memory_limit_mb()
+    except ValueError:
+        problem = problem or f"MIRROR_BROWSER_MEMORY_MB={os.environ['MIRROR_BROWSER_MEMORY_MB']!r}: not a number of megabytes"
     if problem:
         return BrowserMode.NEVER, None, problem
     return mode, path, None
