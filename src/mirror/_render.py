@@ -434,8 +434,8 @@ class _Visit:
         await self.context.route_web_socket(re.compile(".*"), self._route_socket)
 
     async def _allowed(self, url: str) -> bool:
-        if not url.startswith(("http://", "https://", "ws://", "wss://")):
-            return True  # data:, blob: and the like never leave the browser
+        if not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
+            return True  # data:, blob: and the like never leave the browser; the page itself is asked for
         where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
         if isinstance(where, Reach) and where > self.reach:
             self.counts["private"] += 1
