@@ -21,7 +21,7 @@ from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
 from ._origin import resource_key
-from .screenshots import with_screenshots
+from .screenshots import screenshot_url, screenshot_urls
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
@@ -63,9 +63,9 @@ async def search_view(datasette, request):
         }
         for hit in hits
     ]
-    shots = await with_screenshots(db, [hit.id for hit in hits])
+    shots = await screenshot_urls(datasette, db, [hit.id for hit in hits])
     for row in rows:
-        row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
+        row["screenshot"] = shots.get(row["id"])
     return Response.html(
         await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
         headers={"Content-Security-Policy": reader_csp()},
@@ -94,7 +94,7 @@ async def reader_view(datasette, request):
         "attempts": attempts,
         "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
         "tags": [t for t in (page.get("tags") or "").split(", ") if t],
-        "screenshot": datasette.urls.path(f"/-/mirror/screenshot/{page_id}") if page.get("screenshot_warc_file") else None,
+        "screenshot": screenshot_url(datasette, page_id) if page.get("screenshot_warc_file") else None,
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
