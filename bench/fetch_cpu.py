@@ -64,6 +64,7 @@ def one_run(src: Path, urls: list[str], folder: Path, images: bool, args: argpar
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", default="main", help="the git commit to compare with")
+    parser.add_argument("--this", default=None, help="a git commit to measure instead of the working tree")
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=0.0)
@@ -79,7 +80,9 @@ def main() -> None:
     results: dict[tuple[str, bool], list[tuple[float, float, float]]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="mirror-fetch-cpu-") as tmp:
-            trees = {"this": ROOT / "src", args.against: checkout(args.against, Path(tmp))}
+            (Path(tmp) / "a").mkdir()
+            this = checkout(args.this, Path(tmp)) if args.this else ROOT / "src"
+            trees = {"this": this, args.against: checkout(args.against, Path(tmp) / "a")}
             for round_ in range(args.rounds):
                 for label, src in trees.items():
                     for images in (True, False):
