@@ -21,7 +21,7 @@ from ._text import decode
 from .extract import decode_html
 from .store import queries
 
-__all__ = ["MAX_REQUISITES", "capture", "capture_requisites", "captured_css", "css_references", "decode_css", "is_css", "page_requisites", "rewrite_css", "web_url"]
+__all__ = ["MAX_REQUISITES", "capture", "capture_requisites", "captured_css", "css_references", "css_text", "decode_css", "is_css", "page_requisites", "rewrite_css", "web_url"]
 
 MAX_REQUISITES = 60  # per page: a stylesheet maze never holds up the run
 
@@ -218,12 +218,17 @@ def capture_requisites(archive_dir: str, location: warc.WarcLocation | None, con
 def captured_css(folder, db, url: str) -> str | None:
     """The archived stylesheet at `url` as text, or None (not archived, not CSS)."""
     row = queries.latest_resource(db, url)
-    if row is None or not is_css(row["content_type"], url):
+    return None if row is None else css_text(folder, queries.warc_location(row), row["content_type"], url)
+
+
+def css_text(folder, location: warc.WarcLocation | None, content_type: str | None, url: str) -> str | None:
+    """The stylesheet captured at `location` as text, or None (not CSS)."""
+    if location is None or not is_css(content_type, url):
         return None
-    _, body = warc.read_payload(folder, queries.warc_location(row))
+    _, body = warc.read_payload(folder, location)
     if len(body) > MAX_CSS_BYTES:  # parsing costs seconds per megabyte: kept, not followed
         return None
-    return decode_css(body, row["content_type"])
+    return decode_css(body, content_type)
 
 
 def is_css(content_type: str | None, url: str) -> bool:
