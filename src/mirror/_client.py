@@ -316,9 +316,8 @@ class Client:
         host = (urlsplit(url).netloc or "").lower()
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
-        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
-        if reach is not None:
+        if reach is not None:  # where the host is first: a name that does not resolve costs no client
+            httpx.URL(url)  # refuses a malformed URL before any lookup
             where = await self.reach_of(url, budget.timeout if budget else None)
             if isinstance(where, Exchange):
                 return where
@@ -326,6 +325,8 @@ class Client:
                 return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
+        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
+        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
         timeout = budget.timeout if budget else self.timeout
         async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
             if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
