@@ -472,13 +472,24 @@ def _proxied(url: str) -> bool:
     return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname or "")
 
 
+# Deflate expands at most 1032:1 (a 258-byte match in two bits), so a body whose raw size
+# is at most limit / 1032 cannot decode past the limit.
+MAX_DEFLATE_RATIO = 1032
+
+
 class _SizeCounter:
-    """Decodes gzip/deflate in bounded pieces to count the decoded size."""
+    """Decodes gzip/deflate in bounded pieces to count the decoded size.
+
+    Past the head kept for recognising blocked pages, a body too small to decode past the
+    limit is not decoded here at all (the extraction worker decodes it anyway): its raw
+    bytes wait, at most limit / MAX_DEFLATE_RATIO of them, and are decoded only if it grows."""
 
     def __init__(self, encoding: str, limit: int):
         self.limit = limit
         self.total = 0
         self.head = bytearray()
+        self._raw = 0
+        self._waiting: list[bytes] = []
         self._zlib = None
         if encoding in ("gzip", "x-gzip"):
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
@@ -490,7 +501,12 @@ class _SizeCounter:
         """Count one raw chunk; True once the decoded size passes the limit."""
         if self._zlib is None:
             return self._count(chunk)
-        data = chunk
+        self._raw += len(chunk)
+        if len(self.head) >= HEAD_BYTES and self._raw * MAX_DEFLATE_RATIO <= self.limit:
+            self._waiting.append(chunk)
+            return False
+        data = b"".join([*self._waiting, chunk])
+        self._waiting.clear()
         while data:
             try:
                 piece = self._zlib.decompress(data, 256 * 1024)
