@@ -317,7 +317,7 @@ class Client:
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
         if reach is not None:  # where the host is first: a name that does not resolve costs no client
-            httpx.URL(url)  # refuses a malformed URL before any lookup
+            httpx.Request("GET", url)  # refuses a malformed URL (bad_url) before any lookup
             where = await self.reach_of(url, budget.timeout if budget else None)
             if isinstance(where, Exchange):
                 return where
