@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import report  # noqa: E402
 from loopback import page_urls  # noqa: E402
-from throughput import process_cpu, start_web  # noqa: E402
+from throughput import mirror_command, process_cpu, start_web  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,11 +37,7 @@ def checkout(ref: str, where: Path) -> Path:
 
 def one_run(src: Path, urls: list[str], folder: Path, images: bool, args: argparse.Namespace) -> tuple[float, float, float]:
     """(CPU s of everything, CPU s of the fetcher process alone, wall s)."""
-    (folder / "seeds").mkdir(parents=True)
-    (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-    command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", str(args.per_host),
-               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", "never",
-               "--images" if images else "--no-images"]
+    command = mirror_command(urls, folder, args, images)
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, env={**os.environ, "PYTHONPATH": str(src)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -70,6 +66,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--image-hosts", type=int, default=30)
+    parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--record", action="store_true")

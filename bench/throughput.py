@@ -108,13 +108,17 @@ def extraction_cost(passes: int = 2) -> float:
     return cpu / pages
 
 
-def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool) -> dict:
+def mirror_command(urls: list[str], folder: Path, args: argparse.Namespace, images: bool) -> list[str]:
+    """`mirror fetch` over `urls`, from a seed file written in `folder`."""
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-    command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", "never",
-               "--images" if images else "--no-images"]
-    run = measured_run(command, web_pid, cwd=folder)
+    return [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
+            "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", "never",
+            "--images" if images else "--no-images"]
+
+
+def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool) -> dict:
+    run = measured_run(mirror_command(urls, folder, args, images), web_pid, cwd=folder)
     db = sqlite3.connect(folder / "archive" / "mirror.db")
     statuses = dict(db.execute("select status, count(*) from pages group by 1").fetchall())
     resources = dict(db.execute("select coalesce(error, status), count(*) from resources group by 1").fetchall())
