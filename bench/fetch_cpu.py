@@ -1,91 +1,106 @@
-"""CPU per page of `mirror fetch --no-images`, this tree against another checkout, run by run.
+"""CPU per page of `mirror fetch`, with and without images, this tree against an older commit.
 
-The main process (HTTP, WARC, SQLite and the search index) and all processes (with the
-extraction workers) are reported apart: the first from the process's own rusage, the second
-from what `wait4` returns for it. The two trees take turns on the same loopback web (0 ms of
-latency, the pages of bench/throughput.py), so a machine whose speed drifts slows both alike.
+On a shared machine wall times mean little, but CPU seconds per page compare fairly when the
+two trees run interleaved on the same loopback web (bench/throughput.py's: real pages, images
+on their own hosts, a third dead, a tenth hanging). Reported per variant: CPU ms per page of
+the whole run (the fetcher and its extraction workers), of the fetcher's process alone, and
+wall; "images cost" is images-on minus `--no-images`.
 
-    git worktree add --detach ../base <commit>
-    python bench/fetch_cpu.py --base ../base --pages 400 --rounds 3
+    python bench/fetch_cpu.py --against main --pages 300 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _measure import measure, report  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import report  # noqa: E402
 from loopback import page_urls  # noqa: E402
-from throughput import start_web  # noqa: E402
+from throughput import mirror_command, process_cpu, start_web  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# `python -m mirror` that writes its own CPU seconds (not its children's) to a file at exit
-_RUN = (
-    "import atexit, resource, runpy, sys\n"
-    "out = sys.argv.pop(1)\n"
-    "def _own():\n"
-    "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "    open(out, 'w').write(str(usage.ru_utime + usage.ru_stime))\n"
-    "atexit.register(_own)\n"
-    "sys.argv[0] = 'mirror'\n"
-    "runpy.run_module('mirror', run_name='__main__')\n"
-)
 
 
-def one_run(tree: Path, urls: list[str]) -> tuple[float, float, float, dict]:
-    """(wall s, main-process CPU s, all-processes CPU s, statuses) of one fetch with `tree`'s code."""
-    with tempfile.TemporaryDirectory(prefix="mirror-cpu-") as tmp:
-        folder = Path(tmp)
-        (folder / "seeds").mkdir()
-        (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-        own = folder / "own-cpu"
-        command = [sys.executable, "-c", _RUN, str(own), "fetch", "seeds", "--delay", "0", "--per-host", "4",
-                   "--concurrency", "64", "--retries", "1", "--json", "--browser", "never", "--no-images"]
-        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-        m = measure(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if m.returncode != 0 or not own.exists():
-            sys.exit(f"error: mirror fetch with {tree} failed (exit {m.returncode})")
-        db = sqlite3.connect(folder / "archive" / "mirror.db")
-        statuses = dict(db.execute("select status, count(*) from pages group by 1").fetchall())
-        db.close()
-        return m.wall, float(own.read_text()), m.cpu, statuses
+def checkout(ref: str, where: Path) -> Path:
+    """The `src/` of `ref`, exported from git (the working tree is never touched)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where / "src"
+
+
+def one_run(src: Path, urls: list[str], folder: Path, images: bool, args: argparse.Namespace) -> tuple[float, float, float]:
+    """(CPU s of everything, CPU s of the fetcher process alone, wall s)."""
+    command = mirror_command(urls, folder, args, images)
+    start = time.monotonic()
+    process = subprocess.Popen(command, cwd=folder, env={**os.environ, "PYTHONPATH": str(src)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    own = 0.0
+    while True:  # the fetcher's own CPU is its last reading from /proc before it exits
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        try:
+            own = process_cpu(process.pid)
+        except (OSError, IndexError, ValueError):
+            pass
+        time.sleep(0.05)
+    wall = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"error: mirror fetch failed with {src}")
+    return usage.ru_utime + usage.ru_stime, own, wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", type=Path, required=True, help="a checkout (git worktree) of the code to compare with")
-    parser.add_argument("--pages", type=int, default=400)
+    parser.add_argument("--against", default="main", help="the git commit to compare with")
+    parser.add_argument("--this", default=None, help="a git commit to measure instead of the working tree")
+    parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--image-hosts", type=int, default=30)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--per-host", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
-    if not (args.base / "src" / "mirror").is_dir():
-        sys.exit(f"error: {args.base} has no src/mirror (give a checkout of mirror)")
 
-    trees = {"base": args.base.resolve(), "now": ROOT}
-    web, port = start_web(16, 0.0, 30)
-    runs: dict[str, list[tuple[float, float, float, dict]]] = {name: [] for name in trees}
+    web, port = start_web(args.hosts, args.latency_ms, args.image_hosts)
+    urls = page_urls(args.pages, args.hosts, port)
+    results: dict[tuple[str, bool], list[tuple[float, float, float]]] = {}
     try:
-        urls = page_urls(args.pages, 16, port)
-        for _ in range(args.rounds):
-            for name, tree in trees.items():
-                runs[name].append(one_run(tree, urls))
+        with tempfile.TemporaryDirectory(prefix="mirror-fetch-cpu-") as tmp:
+            (Path(tmp) / "a").mkdir()
+            this = checkout(args.this, Path(tmp)) if args.this else ROOT / "src"
+            trees = {"this": this, args.against: checkout(args.against, Path(tmp) / "a")}
+            for round_ in range(args.rounds):
+                for label, src in trees.items():
+                    for images in (True, False):
+                        folder = Path(tmp) / f"{label}-{images}-{round_}"
+                        results.setdefault((label, images), []).append(one_run(src, urls, folder, images, args))
     finally:
         web.kill()
         web.wait()
+
+    n = args.pages
     rows = []
-    for name, results in runs.items():
-        n = args.pages * len(results)
-        wall, own, total = (sum(r[i] for r in results) for i in range(3))
-        rows.append((f"{name} ({trees[name].name}), {len(results)} runs of {args.pages} pages",
-                     f"main process {1000 * own / n:.1f} ms CPU per page, all processes {1000 * total / n:.1f}; "
-                     f"{args.pages * len(results) / wall:.1f} pages/s; statuses {results[-1][3]}"))
-    report("fetch CPU per page, --no-images, 0 ms", rows, args.record)
+    for label in (args.against, "this"):
+        med = {images: [statistics.median(v[i] for v in results[(label, images)]) for i in range(3)] for images in (True, False)}
+        for images in (True, False):
+            cpu, main_cpu, wall = med[images]
+            rows.append((f"{label}, {'images' if images else '--no-images'}",
+                         f"{cpu / n * 1000:.1f} ms CPU/page (fetcher process {main_cpu / n * 1000:.1f}), wall {wall:.1f} s"))
+        rows.append((f"{label}, images cost", f"{(med[True][0] - med[False][0]) / n * 1000:+.1f} ms CPU/page, "
+                                              f"wall {med[True][2] / med[False][2] - 1:+.0%}"))
+    rows.append(("runs", f"{args.pages} pages, latency {args.latency_ms:g} ms, medians of {args.rounds} interleaved rounds"))
+    report("fetch CPU A/B", rows, args.record)
 
 
 if __name__ == "__main__":

@@ -109,12 +109,18 @@ def extraction_cost(passes: int = 2) -> float:
     return cpu / pages
 
 
-def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool) -> dict:
+def mirror_command(urls: list[str], folder: Path, args: argparse.Namespace, images: bool) -> list[str]:
+    """`mirror fetch` over `urls`, from a seed file written in `folder`."""
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-    command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", args.browser,
-               "--browser-tabs", str(args.browser_tabs), "--images" if images else "--no-images"]
+    browser = getattr(args, "browser", "never")
+    return [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
+            "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", browser,
+            "--browser-tabs", str(getattr(args, "browser_tabs", 2)), "--images" if images else "--no-images"]
+
+
+def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool) -> dict:
+    command = mirror_command(urls, folder, args, images)
     watched = []
     if args.browser != "never":  # bench/browser.py's chromium and its measure of the browser's memory, meanwhile
         from browser import BrowserMemory, loopback_chromium

@@ -167,3 +167,46 @@ def test_a_hanging_image_host_costs_one_timeout(tmp_path, web):
     rows = {r["url"]: r for r in db["resources"].rows}
     assert {rows[i]["error"] for i in images} == {"timeout"}
     assert page(db, url)["status"] == "archived"
+
+
+def test_pages_waiting_for_one_image_host_share_one_lookup(tmp_path, web, monkeypatch):
+    import socket
+
+    looked_up = []
+    real = socket.getaddrinfo
+
+    def counting(host, *args, **kwargs):  # the real resolver, counted
+        looked_up.append(host)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", counting)
+    pages = [web.add(f"/shared{i}", with_images(*(f"http://cdn.invalid/{i}/{j}.png" for j in range(3)))) for i in range(6)]
+    db, _ = fetch_urls(tmp_path, pages)
+    rows = list(db["resources"].rows)
+    assert len(rows) == 18 and {r["error"] for r in rows} == {"dns"}
+    assert looked_up.count("cdn.invalid") == 1
+
+
+def test_an_image_host_whose_lookup_never_answers_costs_one_resource_timeout(tmp_path, web, monkeypatch):
+    import socket
+    import time
+
+    real = socket.getaddrinfo
+
+    def slow_resolver(host, *args, **kwargs):  # a resolver that answers "cdn.test" only after 3 s
+        if host == "cdn.test":
+            time.sleep(3)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_resolver)
+    pages = [web.add(f"/slowdns{i}", with_images(f"http://cdn.test/{i}.png", web.url(f"/img{i}.png"))) for i in range(3)]
+    for i in range(3):
+        web.add(f"/img{i}.png", PNG, content_type="image/png")
+    db, summary = fetch_urls(tmp_path, pages, resource_timeout=0.5)
+    rows = {r["url"]: r for r in db["resources"].rows}
+    # the first lookup's wait ran out: the host is down for the run, every image of it says why
+    assert {rows[f"http://cdn.test/{i}.png"]["error"] for i in range(3)} == {"dns"}
+    assert all("within 0.5 s" in rows[f"http://cdn.test/{i}.png"]["error_message"] for i in range(3))
+    assert summary.down_hosts == {}  # pages' hosts all answered
+    assert {rows[web.url(f"/img{i}.png")]["status"] for i in range(3)} == {"archived"}
+    assert {page(db, u)["status"] for u in pages} == {"archived"}

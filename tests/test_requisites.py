@@ -130,3 +130,20 @@ def test_snapshot_serves_styles_from_the_archive(styled_archive):
     assert keyed.headers["access-control-allow-origin"] == "null"  # the sandboxed snapshot, loading it in CORS mode
     theme = get("/-/mirror/resource?url=" + quote(url.replace("/page", "/css/theme.css"), safe=""))
     assert theme.headers["content-type"].startswith("text/css")  # never served as HTML, whatever it holds
+
+
+@pytest.mark.parametrize(
+    ("css", "expected"),
+    [
+        ('a:before { content: "\\f101" } b { background: url(q.png) }', ["q.png"]),  # icon fonts: the fast path
+        ("\\75 rl(x.png)", ["x.png"]),  # an escaped keyword
+        ("b { background: \\u\\r\\l(y.png) }", ["y.png"]),
+        ('@\\69mport "z.css";', ["z.css"]),
+        ("b { background: url(a\\)b.png) }", ["a)b.png"]),  # escapes inside the reference
+        ('b { background: url("a)\\"b.png") }', ['a)"b.png']),
+        ("@import 'x\\'y.css';", ["x'y.css"]),
+        ('a { content: "\\e900" } /* url(c.png) */', []),
+    ],
+)
+def test_css_escapes_are_read_as_a_browser_reads_them(css, expected):
+    assert css_references(css, "http://h.test/") == [f"http://h.test/{u}" for u in expected]

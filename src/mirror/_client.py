@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import email.utils
 import errno
+import functools
 import ipaddress
 import random
 import socket
@@ -21,6 +22,7 @@ import time
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
@@ -37,6 +39,7 @@ from .warc import PAGE_HEADER, Capture, CaptureWriter
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
+LOOKUP_THREADS = 32  # host name lookups at once
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
 
 
@@ -177,6 +180,10 @@ class Client:
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._reach: dict[str, Reach] = {}
+        self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
+        # getaddrinfo blocks, so lookups run in threads; a browser resolves many names at once,
+        # and so do we: a slow resolver must not queue one page's names behind a hundred others'
+        self._resolver = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="mirror-lookup")
         self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
         self.reached = False  # some server answered: the network works
         self._unresolved: set[str] = set()
@@ -186,6 +193,7 @@ class Client:
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+        self._resolver.shutdown(wait=False, cancel_futures=True)
 
     def _http(self, url: str) -> httpx.AsyncClient:
         """One connection pool per host: httpx checks every pooled connection on each request."""
@@ -257,8 +265,11 @@ class Client:
             self._gates[host] = HostGate(self.per_host, self.delay)
         return self._gates[host]
 
-    async def reach_of(self, url: str) -> Reach | Exchange:
-        """Where `url`'s host is (the most private of its addresses), or the failed lookup."""
+    async def reach_of(self, url: str, timeout: float | None = None) -> Reach | Exchange:
+        """Where `url`'s host is (the most private of its addresses), or the failed lookup.
+
+        Requests that wait for the same name share one lookup; `timeout` bounds the wait
+        (a slow resolver with a hundred image hosts queued must not hold up a run)."""
         host = urlsplit(url).hostname or ""
         if host not in self._reach:
             try:
@@ -267,12 +278,29 @@ class Client:
                 if _proxied(url):  # the proxy resolves it; only names of this machine are known here
                     self._reach[host] = Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
                 else:
+                    lookup = self._lookups.get(host)
+                    if lookup is None:
+                        lookup = self._lookups[host] = asyncio.ensure_future(self._lookup(host))
+                        lookup.add_done_callback(functools.partial(self._looked_up, host))
                     try:
-                        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-                        self._reach[host] = max(reach_of_ip(info[4][0]) for info in infos)
+                        async with asyncio.timeout(timeout):
+                            self._reach[host] = await asyncio.shield(lookup)
+                    except TimeoutError:
+                        late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
+                        return self._dns_failure(url, late, budget=True)
                     except (OSError, UnicodeError, ValueError) as exc:
                         return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
         return self._reach[host]
+
+    def _looked_up(self, host: str, lookup: asyncio.Future) -> None:
+        self._lookups.pop(host, None)
+        if not lookup.cancelled():
+            lookup.exception()  # retrieved: a lookup everyone stopped waiting for is not an error to log
+
+    async def _lookup(self, host: str) -> Reach:
+        loop = asyncio.get_running_loop()
+        infos = await loop.run_in_executor(self._resolver, functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM))
+        return max(reach_of_ip(info[4][0]) for info in infos)
 
     async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
         try:
@@ -288,16 +316,17 @@ class Client:
         host = (urlsplit(url).netloc or "").lower()
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
-        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
-        if reach is not None:
-            where = await self.reach_of(url)
+        if reach is not None:  # where the host is first: a name that does not resolve costs no client
+            httpx.Request("GET", url)  # refuses a malformed URL (bad_url) before any lookup
+            where = await self.reach_of(url, budget.timeout if budget else None)
             if isinstance(where, Exchange):
                 return where
             if where > reach:
                 return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
+        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
+        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
         timeout = budget.timeout if budget else self.timeout
         async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
             if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
@@ -377,13 +406,17 @@ class Client:
             self.reached = True  # something answered at that address: the network works
         return failed
 
-    def _dns_failure(self, url: str, exc: BaseException, started: float | None = None) -> Exchange:
+    def _dns_failure(self, url: str, exc: BaseException, started: float | None = None, *, budget: bool = False) -> Exchange:
         """NXDOMAIN takes the host down for the run; a lookup that timed out may be retried,
-        unless nothing has been reached yet and several names failed: then the network is down."""
+        unless nothing has been reached yet and several names failed: then the network is down.
+        A resource's lookup that took longer than its budget takes its host down too, as a
+        hanging resource host does."""
         message = str(exc)[:300] if isinstance(exc, httpx.HTTPError) else f"host name not found: {str(exc)[:300]}"
         failed = _failed(url, url, Reason.DNS, message if message.startswith("host name") else f"host name not found: {message}", started=started)
         code = _errno(exc)
         if code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)) or isinstance(exc, UnicodeError):
+            self._take_down(url, failed)
+        elif budget and (urlsplit(url).netloc or "").lower() not in self._answered:
             self._take_down(url, failed)
         else:
             self._unresolved.add(urlsplit(url).hostname or "")
@@ -439,13 +472,24 @@ def _proxied(url: str) -> bool:
     return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname or "")
 
 
+# Deflate expands at most 1032:1 (a 258-byte match in two bits), so a body whose raw size
+# is at most limit / 1032 cannot decode past the limit.
+MAX_DEFLATE_RATIO = 1032
+
+
 class _SizeCounter:
-    """Decodes gzip/deflate in bounded pieces to count the decoded size."""
+    """Decodes gzip/deflate in bounded pieces to count the decoded size.
+
+    Past the head kept for recognising blocked pages, a body too small to decode past the
+    limit is not decoded here at all (the extraction worker decodes it anyway): its raw
+    bytes wait, at most limit / MAX_DEFLATE_RATIO of them, and are decoded only if it grows."""
 
     def __init__(self, encoding: str, limit: int):
         self.limit = limit
         self.total = 0
         self.head = bytearray()
+        self._raw = 0
+        self._waiting: list[bytes] = []
         self._zlib = None
         if encoding in ("gzip", "x-gzip"):
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
@@ -457,7 +501,12 @@ class _SizeCounter:
         """Count one raw chunk; True once the decoded size passes the limit."""
         if self._zlib is None:
             return self._count(chunk)
-        data = chunk
+        self._raw += len(chunk)
+        if len(self.head) >= HEAD_BYTES and self._raw * MAX_DEFLATE_RATIO <= self.limit:
+            self._waiting.append(chunk)
+            return False
+        data = b"".join([*self._waiting, chunk])
+        self._waiting.clear()
         while data:
             try:
                 piece = self._zlib.decompress(data, 256 * 1024)

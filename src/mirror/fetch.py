@@ -229,22 +229,31 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, result.final)))
 
     async def images(url: str, final_url: str, found: list[str], capture: Exchange | None = None) -> None:
+        fetched: dict[str, Exchange] = {}  # this page's resources, recorded together at the end
         try:
             reach = await _page_reach(client, final_url, options)
 
             async def fetch(urls: list[str]) -> None:
-                await fetch_images(client, archive, resources, url, urls, reach, archived_images)
+                for exchange in await fetch_images(client, resources, urls, reach, archived_images):
+                    fetched[exchange.url] = exchange
+
+            def stylesheet(css: str) -> str | None:
+                exchange = fetched.get(css)
+                if exchange is None:  # archived before, for another page
+                    return requisites.captured_css(archive.path, archive.db, css)
+                return requisites.css_text(archive.path, exchange.location, exchange.content_type, css) if exchange.ok else None
 
             await fetch(found)
             if capture is not None:  # stylesheets and what they load, so the snapshot looks like the page
                 first = await loop.run_in_executor(
                     pool, requisites.capture_requisites, str(archive.path), capture.location, capture.content_type, capture.final_url
                 )
-                await requisites.capture(first, fetch, lambda css: requisites.captured_css(archive.path, archive.db, css))
+                await requisites.capture(first, fetch, stylesheet)
         except (asyncio.CancelledError, OSError, sqlite3.Error):
             raise
         except Exception:  # noqa: BLE001 - images are best effort; the page is saved
             pass
+        archive.record_resources(url, list(fetched.values()))
 
     finished = False
     tasks: list[asyncio.Task] = []
@@ -313,10 +322,11 @@ def _internal_failure(url: str, exc: Exception) -> PageResult:
     return PageResult(url, failed, [failed])
 
 
-async def fetch_images(client: Client, archive: Archive, budget: Budget, page_url: str, images: list[str], page_reach: Reach, done: set[str]) -> None:
+async def fetch_images(client: Client, budget: Budget, images: list[str], page_reach: Reach, done: set[str]) -> list[Exchange]:
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
     `done` holds the image URLs already archived (by any page); it grows as images arrive.
+    Returns the outcome of each image fetched (those in `done` are skipped).
     """
     results = []
     for image in images:
@@ -327,7 +337,7 @@ async def fetch_images(client: Client, archive: Archive, budget: Budget, page_ur
         results.append(exchange)
         if exchange.ok:
             done.add(image)
-    archive.record_resources(page_url, results)
+    return results
 
 
 async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
