@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import operator
+import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,67 +44,72 @@ class RowWriters:
     """The writes of an `Archive` (mixed into it)."""
 
     db: sqlite_utils.Database
+    conn: sqlite3.Connection
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
 
-        Idempotent: re-recording the same seeds changes nothing. A link that
-        left its seed loses its occurrence row; its page stays.
+        Idempotent: re-recording the same seeds changes nothing (and writes
+        nothing). A link that left its seed loses its occurrence row; its page stays.
+        Only the rows that changed are written, and only the pages whose links
+        changed get their `seeds` and `sections` again: at 1e6 links, per-row
+        work is all the time there is.
         """
         stamp = now()
         pages = inventory.pages
+        conn = self.conn
+        # one row per (seed, line, col): the last link written there wins, as an upsert would
+        final = {(link.seed, link.line, link.col): link for link in inventory.links}
         with self.db.atomic():
-            removed = 0
-            by_seed: dict[str, set[tuple[int, int]]] = {seed: set() for seed in inventory.seeds}
-            for link in inventory.links:
-                by_seed.setdefault(link.seed, set()).add((link.line, link.col))
-            for seed in inventory.seeds:
-                if seed == COMMAND_LINE:
-                    continue
-                keep = by_seed[seed]
-                stale = [
-                    (row["line"], row["col"])
-                    for row in self.db.query("select line, col from links where seed = ?", [seed])
-                    if (row["line"], row["col"]) not in keep
-                ]
-                for line, col in stale:
-                    self.db.execute("delete from links where seed = ? and line = ? and col = ?", [seed, line, col])
-                removed += len(stale)
-                self.db["seeds"].upsert({"seed": seed, "links": len(keep), "read_at": stamp}, pk="seed")
-            # plain executemany: sqlite-utils' per-row work costs more than SQLite at 1e6 links
-            self.db.conn.executemany(
-                f"insert into links ({', '.join(_LINK_COLUMNS)}) values ({', '.join('?' for _ in _LINK_COLUMNS)}) "
-                "on conflict (seed, line, col) do update set "
-                + ", ".join(f"{c} = excluded.{c}" for c in _LINK_COLUMNS if c not in ("seed", "line", "col")),
-                map(_link_values, inventory.links),
+            existing = _link_rows(conn, dict.fromkeys([*inventory.seeds, *(key[0] for key in final)]))
+            read = set(inventory.seeds) - {COMMAND_LINE}  # command-line links stay until removed by hand
+            stale = [key for key in existing if key[0] in read and key not in final]
+            conn.executemany("delete from links where seed = ? and line = ? and col = ?", stale)
+            touched = {existing[key][0] for key in stale}  # pages whose links changed
+            inserted, changed = [], []
+            for key, link in final.items():
+                old = existing.get(key)
+                if old is None:
+                    inserted.append(link)
+                elif old != (link.url, link.url_as_written, link.title, link.section):
+                    changed.append(link)
+                    touched.update((old[0], link.url))
+            conn.executemany(_INSERT_LINK, map(_link_values, inserted))
+            conn.executemany(_UPDATE_LINK, map(_link_update_values, changed))
+            counts = Counter(key[0] for key in final)
+            conn.executemany(
+                "insert into seeds (seed, links, read_at) values (?, ?, ?) "
+                "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
+                [(seed, counts[seed], stamp) for seed in inventory.seeds if seed != COMMAND_LINE],
             )
-            known = {row[0] for row in self.db.execute("select url from pages")}
-            new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
+            known = {row[0] for row in conn.execute("select url from pages")}
+            facets = _new_page_facets(inserted, known, touched)
+            json_array = _JsonArrays(conn)
+            new_rows = []
             next_id = next_page_id(self.db)
-            for offset, row in enumerate(new_rows):
-                row["id"] = next_id + offset
-            if new_rows:
-                columns = list(new_rows[0])
-                self.db.conn.executemany(
-                    f"insert or ignore into pages ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
-                    (tuple(row.values()) for row in new_rows),
-                )
-            self.db.execute(
-                """update pages set
-                     seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
-                     sections = (select json_group_array(distinct section) from links
-                                 where links.url = pages.url and section is not null)"""
+            for url, links in pages.items():
+                if url in known:
+                    continue
+                seeds, sections = facets.get(url, (None, None))
+                new_rows.append((*_page_row(url, links, stamp), next_id + len(new_rows), json_array(seeds), json_array(sections)))
+            conn.executemany(_INSERT_PAGE, new_rows)
+            conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
+            # pages of an archive older than these columns (read from an index, not the large rows)
+            conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
+            conn.executemany(
+                "update pages set candidates = ? where url = ?",
+                [
+                    (json.dumps(candidates), url)
+                    for url in known.intersection(pages)
+                    if (candidates := _candidates(pages[url]))
+                ],
             )
-            for url in known.intersection(pages):
-                candidates = _candidates(pages[url])
-                if candidates:
-                    self.db["pages"].update(url, {"candidates": json.dumps(candidates)})
         return InventoryStats(
             links=len(inventory.links),
             pages=len(pages),
             new_pages=len(new_rows),
             skipped=sum(1 for links in pages.values() if links[0].skip_reason),
-            removed_links=removed,
+            removed_links=len(stale),
         )
 
     def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> None:
@@ -242,9 +249,66 @@ def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, obj
 
 _LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section")
 _link_values = operator.attrgetter(*_LINK_COLUMNS)  # a links row as a tuple, in that order
+_link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "seed", "line", "col")
+_INSERT_LINK = f"insert into links ({', '.join(_LINK_COLUMNS)}) values ({', '.join('?' for _ in _LINK_COLUMNS)})"
+_UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section = ? where seed = ? and line = ? and col = ?"
+_PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "first_seen", "id", "seeds", "sections")
+_INSERT_PAGE = f"insert or ignore into pages ({', '.join(_PAGE_COLUMNS)}) values ({', '.join('?' for _ in _PAGE_COLUMNS)})"
+# a page's seed files and sections, in the order their links were written (the links.url index's order)
+_SET_FACETS = """update pages set
+    seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
+    sections = (select json_group_array(distinct section) from links where links.url = pages.url and section is not null)"""
 
 
-def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
+def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[tuple[str, int, int], tuple]:
+    """(seed, line, col) -> (url, url_as_written, title, section) of the links recorded for `seeds`."""
+    rows = {}
+    for seed in seeds:
+        for line, col, *values in conn.execute(
+            "select line, col, url, url_as_written, title, section from links where seed = ?", [seed]
+        ):
+            rows[(seed, line, col)] = tuple(values)
+    return rows
+
+
+def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -> dict[str, tuple[tuple, tuple]]:
+    """`seeds` and `sections` of each new page, as `_SET_FACETS` would find them.
+
+    Its links rows are the ones just inserted, in this order, unless an older
+    row now points to it too: then it is left to `_SET_FACETS` (in `touched`).
+    """
+    facets: dict[str, tuple[dict, dict]] = {}
+    for link in inserted:
+        if link.url in known:
+            touched.add(link.url)
+            continue
+        seeds, sections = facets.setdefault(link.url, ({}, {}))
+        seeds[link.seed] = None
+        if link.section is not None:
+            sections[link.section] = None
+    return {url: (None, None) if url in touched else (tuple(seeds), tuple(sections)) for url, (seeds, sections) in facets.items()}
+
+
+class _JsonArrays:
+    """JSON arrays spelled exactly as SQLite's json_group_array spells them, one query per distinct tuple."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.made: dict[tuple, str] = {}
+
+    def __call__(self, items: tuple | None) -> str | None:
+        if items is None:
+            return None
+        made = self.made.get(items)
+        if made is None:
+            made = self.made[items] = self.conn.execute(
+                "select json_group_array(value) from json_each(?)", [json.dumps(items)]
+            ).fetchone()[0]
+        return made
+
+
+def _page_row(url: str, links: list[Link], stamp: str) -> tuple:
+    """url, host, status, error, error_message, candidates, first_seen of a new page."""
     # seeds classified every link already: only a skipped one needs its message
     problem = None
     if links[0].skip_reason:
@@ -252,15 +316,9 @@ def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
 
         problem = classify(links[0].url_as_written)
     candidates = _candidates(links)
-    return {
-        "url": url,
-        "host": _host(url) if not problem else None,
-        "status": PageStatus.SKIPPED if problem else PageStatus.PENDING,
-        "error": problem[0] if problem else None,
-        "error_message": problem[1] if problem else None,
-        "candidates": json.dumps(candidates) if candidates else None,
-        "first_seen": stamp,
-    }
+    if problem:
+        return url, None, PageStatus.SKIPPED, problem[0], problem[1], json.dumps(candidates) if candidates else None, stamp
+    return url, _host(url), PageStatus.PENDING, None, None, json.dumps(candidates) if candidates else None, stamp
 
 
 def _host(url: str) -> str | None:
