@@ -49,67 +49,46 @@ class RowWriters:
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
 
-        Idempotent: re-recording the same seeds changes nothing (and writes
-        nothing). A link that left its seed loses its occurrence row; its page stays.
-        Only the rows that changed are written, and only the pages whose links
-        changed get their `seeds` and `sections` again: at 1e6 links, per-row
-        work is all the time there is.
+        Idempotent: re-recording the same seeds changes nothing but the seeds'
+        `read_at`. A link that left its seed loses its occurrence row; its page stays.
+        Only link rows that changed are written, and only pages whose links changed
+        are updated: at 1e6 links, per-row work is all the time there is.
         """
         stamp = now()
-        pages = inventory.pages
         conn = self.conn
-        # one row per (seed, line, col): the last link written there wins, as an upsert would
-        final = {(link.seed, link.line, link.col): link for link in inventory.links}
+        first: dict[str, Link] = {}  # each page's first link, in seed order
+        glued: dict[str, list[str]] = {}  # repairs of glued URLs, per page
+        for link in inventory.links:
+            first.setdefault(link.url, link)
+            if link.candidates:
+                seen = glued.setdefault(link.url, [])
+                seen.extend(c for c in link.candidates if c not in seen)
         with self.db.atomic():
-            existing = _link_rows(conn, dict.fromkeys([*inventory.seeds, *(key[0] for key in final)]))
-            read = set(inventory.seeds) - {COMMAND_LINE}  # command-line links stay until removed by hand
-            stale = [key for key in existing if key[0] in read and key not in final]
-            conn.executemany("delete from links where seed = ? and line = ? and col = ?", stale)
-            touched = {existing[key][0] for key in stale}  # pages whose links changed
-            inserted, changed = [], []
-            for key, link in final.items():
-                old = existing.get(key)
-                if old is None:
-                    inserted.append(link)
-                elif old != (link.url, link.url_as_written, link.title, link.section):
-                    changed.append(link)
-                    touched.update((old[0], link.url))
-            conn.executemany(_INSERT_LINK, map(_link_values, inserted))
-            conn.executemany(_UPDATE_LINK, map(_link_update_values, changed))
-            counts = Counter(key[0] for key in final)
-            conn.executemany(
-                "insert into seeds (seed, links, read_at) values (?, ?, ?) "
-                "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
-                [(seed, counts[seed], stamp) for seed in inventory.seeds if seed != COMMAND_LINE],
-            )
+            removed, inserted, touched = _write_links(conn, inventory, stamp)
             known = {row[0] for row in conn.execute("select url from pages")}
             facets = _new_page_facets(inserted, known, touched)
             json_array = _JsonArrays(conn)
-            new_rows = []
             next_id = next_page_id(self.db)
-            for url, links in pages.items():
-                if url in known:
-                    continue
-                seeds, sections = facets.get(url, (None, None))
-                new_rows.append((*_page_row(url, links, stamp), next_id + len(new_rows), json_array(seeds), json_array(sections)))
+            new_rows = []
+            for url, link in first.items():
+                if url not in known:
+                    seeds, sections = facets.get(url, (None, None))
+                    row = _page_row(url, link, glued.get(url), stamp)
+                    new_rows.append((*row, next_id + len(new_rows), json_array(seeds), json_array(sections)))
             conn.executemany(_INSERT_PAGE, new_rows)
             conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
             # pages of an archive older than these columns (read from an index, not the large rows)
             conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
             conn.executemany(
                 "update pages set candidates = ? where url = ?",
-                [
-                    (json.dumps(candidates), url)
-                    for url in known.intersection(pages)
-                    if (candidates := _candidates(pages[url]))
-                ],
+                [(json.dumps(candidates), url) for url, candidates in glued.items() if url in known],
             )
         return InventoryStats(
             links=len(inventory.links),
-            pages=len(pages),
+            pages=len(first),
             new_pages=len(new_rows),
-            skipped=sum(1 for links in pages.values() if links[0].skip_reason),
-            removed_links=len(stale),
+            skipped=sum(1 for link in first.values() if link.skip_reason),
+            removed_links=removed,
         )
 
     def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> None:
@@ -260,6 +239,35 @@ _SET_FACETS = """update pages set
     sections = (select json_group_array(distinct section) from links where links.url = pages.url and section is not null)"""
 
 
+def _write_links(conn: sqlite3.Connection, inventory: Inventory, stamp: str) -> tuple[int, list[Link], set[str]]:
+    """Bring the links rows of the seeds read up to `inventory`; returns how many were
+    removed, the links inserted and the pages whose other links changed."""
+    # one row per (seed, line, col): the last link written there wins, as an upsert would
+    final = {(link.seed, link.line, link.col): link for link in inventory.links}
+    existing = _link_rows(conn, dict.fromkeys([*inventory.seeds, *(key[0] for key in final)]))
+    read = set(inventory.seeds) - {COMMAND_LINE}  # command-line links stay until removed by hand
+    stale = [key for key in existing if key[0] in read and key not in final]
+    conn.executemany("delete from links where seed = ? and line = ? and col = ?", stale)
+    touched = {existing[key][0] for key in stale}
+    inserted, changed = [], []
+    for key, link in final.items():
+        old = existing.get(key)
+        if old is None:
+            inserted.append(link)
+        elif old != (link.url, link.url_as_written, link.title, link.section):
+            changed.append(link)
+            touched.update((old[0], link.url))
+    conn.executemany(_INSERT_LINK, map(_link_values, inserted))
+    conn.executemany(_UPDATE_LINK, map(_link_update_values, changed))
+    counts = Counter(key[0] for key in final)
+    conn.executemany(
+        "insert into seeds (seed, links, read_at) values (?, ?, ?) "
+        "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
+        [(seed, counts[seed], stamp) for seed in inventory.seeds if seed != COMMAND_LINE],
+    )
+    return len(stale), inserted, touched
+
+
 def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[tuple[str, int, int], tuple]:
     """(seed, line, col) -> (url, url_as_written, title, section) of the links recorded for `seeds`."""
     rows = {}
@@ -275,18 +283,24 @@ def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -
     """`seeds` and `sections` of each new page, as `_SET_FACETS` would find them.
 
     Its links rows are the ones just inserted, in this order, unless an older
-    row now points to it too: then it is left to `_SET_FACETS` (in `touched`).
+    row now points to it too: then it is left to `_SET_FACETS` (it is in `touched`).
+    Known pages that got a link are added to `touched`.
     """
-    facets: dict[str, tuple[dict, dict]] = {}
+    facets: dict[str, tuple[tuple, tuple]] = {}
     for link in inserted:
-        if link.url in known:
-            touched.add(link.url)
+        url, seed, section = link.url, link.seed, link.section
+        if url in known:
+            touched.add(url)
             continue
-        seeds, sections = facets.setdefault(link.url, ({}, {}))
-        seeds[link.seed] = None
-        if link.section is not None:
-            sections[link.section] = None
-    return {url: (None, None) if url in touched else (tuple(seeds), tuple(sections)) for url, (seeds, sections) in facets.items()}
+        seeds, sections = facets.get(url, ((), ()))
+        if seed not in seeds:
+            seeds += (seed,)
+        if section is not None and section not in sections:
+            sections += (section,)
+        facets[url] = seeds, sections
+    for url in touched.intersection(facets):
+        facets[url] = None, None
+    return facets
 
 
 class _JsonArrays:
@@ -307,18 +321,17 @@ class _JsonArrays:
         return made
 
 
-def _page_row(url: str, links: list[Link], stamp: str) -> tuple:
+def _page_row(url: str, first: Link, candidates: list[str] | None, stamp: str) -> tuple:
     """url, host, status, error, error_message, candidates, first_seen of a new page."""
-    # seeds classified every link already: only a skipped one needs its message
+    glued = json.dumps(candidates) if candidates else None
     problem = None
-    if links[0].skip_reason:
+    if first.skip_reason:  # seeds classified every link already: only a skipped one needs its message
         from ..urls import classify  # (courlan: not loaded for search and show)
 
-        problem = classify(links[0].url_as_written)
-    candidates = _candidates(links)
-    if problem:
-        return url, None, PageStatus.SKIPPED, problem[0], problem[1], json.dumps(candidates) if candidates else None, stamp
-    return url, _host(url), PageStatus.PENDING, None, None, json.dumps(candidates) if candidates else None, stamp
+        problem = classify(first.url_as_written)
+    if problem is None:
+        return url, _host(url), PageStatus.PENDING, None, None, glued, stamp
+    return url, None, PageStatus.SKIPPED, problem[0], problem[1], glued, stamp
 
 
 def _host(url: str) -> str | None:
@@ -327,10 +340,3 @@ def _host(url: str) -> str | None:
     if not netloc or "@" in netloc or "[" in netloc or "%" in netloc:
         return urlsplit(url).hostname
     return netloc.partition(":")[0].lower() or None
-
-
-def _candidates(links: list[Link]) -> list[str]:
-    seen: list[str] = []
-    for link in links:
-        seen.extend(c for c in link.candidates if c not in seen)
-    return seen
