@@ -204,7 +204,7 @@ def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: st
         title=title or None,
         section=section,
         skip_reason=reason,
-        candidates=tuple(urls.normalize(c) for c in candidates),
+        candidates=tuple(map(urls.normalize, candidates)) if candidates else (),
     )
 
 
@@ -227,11 +227,13 @@ def _kind(line: str) -> str:
     if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
         rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip() if has_url else True
         return "url" if not rest else "inline"
-    if _HEADING.match(line):
+    # each pattern needs its first or last character: most lines are tested by a look at both ends
+    first, last = stripped[0], stripped[-1]
+    if first == "#" and _HEADING.match(line):
         return "heading"
-    if _RULE.match(line):
+    if first in "-*_" and _RULE.match(line):
         return "rule"
-    if _BOLD_LABEL.match(line) or _LABEL.match(line):
+    if last in ":：*_" and (_BOLD_LABEL.match(line) or _LABEL.match(line)):
         return "label"
     return "text"
 
@@ -381,17 +383,18 @@ def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
 
 
 _EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")
-_SPACES = re.compile(r"\s+")
 _TAG = re.compile(r"<[^>]+>")
 
 
 def _clean_title(text: str) -> str:
-    if not text or text.isspace():
+    text = text.strip()
+    if not text:
         return ""
-    text = _BULLET.sub("", text.strip(), count=1)
+    if text[0] in "-*+>" or text[0].isdigit():  # what a bullet starts with
+        text = _BULLET.sub("", text, count=1)
     if "*" in text or "`" in text:
         text = _EMPHASIS.sub("", text)
-    text = _SPACES.sub(" ", text)
+    text = " ".join(text.split())  # runs of whitespace as one space, as \s+ would
     return text.strip(" \t-–—|>:：,，;；").strip()
 
 
