@@ -83,7 +83,7 @@ class RowWriters:
             # pages of an archive older than these columns (read from an index, not the large rows)
             conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
             conn.executemany(
-                "update pages set candidates = ? where url = ?",
+                "update pages set candidates = ?1 where url = ?2 and candidates is not ?1",
                 [(json.dumps(candidates), url) for url, candidates in glued.items() if url in known],
             )
         return InventoryStats(
