@@ -68,6 +68,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
 _PATH_SAFE = "/%:@!$&'()*+,;=~"  # RFC 3986 pchar: kept as written
 _QUERY_SAFE = _PATH_SAFE + "?"
+# what quote() leaves as it is: its always-safe characters and ours
+_PATH_AS_IS = re.compile(r"[A-Za-z0-9_.\-~/%:@!$&'()*+,;=]*")
+_QUERY_AS_IS = re.compile(r"[A-Za-z0-9_.\-~/%:@!$&'()*+,;=?]*")
 # scheme://host[:port]/path?query#fragment with a plain ASCII host and nothing urlsplit would
 # strip or reject: nearly every link. One match gives every part, where urlsplit and its
 # hostname/port/username properties parse the same URL six times (most of the cost at 1e6 links).
@@ -234,7 +237,7 @@ def _normalize(url: str) -> str:
 
 
 def _path_and_query(host: str, path: str, query: str) -> tuple[str, str]:
-    path = _upper_escapes(quote(_remove_dot_segments(path) or "/", safe=_PATH_SAFE))
+    path = _upper_escapes(_quote(_remove_dot_segments(path) or "/", _PATH_SAFE, _PATH_AS_IS))
     return path, _clean_query(host, path, query)
 
 
@@ -267,7 +270,7 @@ def _clean_query(host: str, path: str, query: str) -> str:
             kept.append(pair)
     if len(kept) > 1:
         kept.sort(key=lambda pair: _param_name(pair.partition("=")[0]))
-    return _upper_escapes(quote("&".join(kept), safe=_QUERY_SAFE))
+    return _upper_escapes(_quote("&".join(kept), _QUERY_SAFE, _QUERY_AS_IS))
 
 
 _param_name = lru_cache(maxsize=4096)(unquote_plus)  # seeds repeat the same few parameter names
@@ -292,6 +295,11 @@ def _search_trackers(host: str, path: str) -> re.Pattern[str] | None:
 @lru_cache(maxsize=4096)  # seeds repeat the same few hosts
 def _engines_at(host: str) -> tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]:
     return tuple((path_re, drop) for host_re, path_re, drop in _SEARCH_ENGINES_RE if host_re.fullmatch(host))
+
+
+def _quote(text: str, safe: str, as_is: re.Pattern[str]) -> str:
+    """quote(text, safe), skipped for the usual text it would not change."""
+    return text if as_is.fullmatch(text) else quote(text, safe=safe)
 
 
 def _upper_escapes(text: str) -> str:
