@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import urls
+from ._gc import gc_paused
 from ._types import COMMAND_LINE, Link
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "parse_text", "read_seeds"]
@@ -48,8 +49,9 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
         files = sorted(p for p in source.rglob("*") if p.is_file() and not _hidden(p, source)) if source.is_dir() else [source]
         if source.is_dir() and not files:
             inventory.warnings.append(f"{source}: folder holds no seed files")
-        for path in files:
-            _read_one(path, _seed_name(path, base), inventory)
+        with gc_paused():
+            for path in files:
+                _read_one(path, _seed_name(path, base), inventory)
     return inventory
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from .. import _fts
 from .._faults import crash_point
+from .._gc import gc_paused
 from .._types import COMMAND_LINE, CaptureKind, Exchange, Extraction, Link, PageResult, PageStatus, ResourceStatus
 from .folder import now
 from .queries import warc_values
@@ -65,7 +66,7 @@ class RowWriters:
             if link.candidates:
                 seen = glued.setdefault(link.url, [])
                 seen.extend(c for c in link.candidates if c not in seen)
-        with self.db.atomic():
+        with gc_paused(), self.db.atomic():
             removed, inserted, touched = _write_links(conn, inventory, stamp)
             known = {row[0] for row in conn.execute("select url from pages")}
             facets = _new_page_facets(inserted, known, touched)
