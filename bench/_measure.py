@@ -22,9 +22,12 @@ class Measured:
     returncode: int
 
 
-def measure(command: list[str], **popen) -> Measured:
+def measure(command: list[str], on_start=None, **popen) -> Measured:
+    """`on_start(pid)` is called once the process runs (to watch it meanwhile)."""
     start = time.monotonic()
     process = subprocess.Popen(command, **popen)
+    if on_start:
+        on_start(process.pid)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - start

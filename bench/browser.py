@@ -4,7 +4,9 @@ Reports rendered pages per second (the render pass alone and the whole run,
 against the same run with `--browser never`) and the browser's peak memory:
 the proportional set size (PSS, shared pages split fairly) of every process
 under `mirror fetch` except itself and its extraction workers, sampled every
-0.2 s from /proc.
+0.2 s from /proc. chromium fails the host names outside the loopback web at
+once (the corpus pages ask dozens of CDNs), as a working resolver answers;
+`--real-dns` asks this machine's resolver instead.
 
     python bench/browser.py --pages 200 --tabs 2 --record
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -25,66 +28,72 @@ from _measure import report  # noqa: E402
 from loopback import corpus_pages, page_urls  # noqa: E402
 from throughput import start_web  # noqa: E402
 
-
-def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+from mirror._procmem import descendants, is_browser, pss_mb  # noqa: E402
+from mirror.browser import find_chromium  # noqa: E402
 
 
-def pss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+class BrowserMemory:
+    """The browser's peak memory under a process (chromium and Playwright's driver, PSS), sampled
+    every 0.2 s in a thread until the process ends, and when the browser first appeared."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.pid, self.every = pid, every
+        self.peak_mb = 0.0
+        self.first_seen: float | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.is_set() and Path(f"/proc/{self.pid}").exists():
+            browser = [p for p in descendants(self.pid) if is_browser(p)]
+            if browser and self.first_seen is None:
+                self.first_seen = time.monotonic()
+            self.peak_mb = max(self.peak_mb, sum(pss_mb(p) for p in browser))
+            self._done.wait(self.every)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def render_seconds(self, ended: float) -> float:
+        """From the browser's start to `ended` (a time.monotonic()): the render pass."""
+        return ended - self.first_seen if self.first_seen else 0.0
 
 
-def is_browser(pid: int) -> bool:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return False
-    return b"chrom" in command or b"node" in command  # chromium and Playwright's driver
+def loopback_chromium(folder: Path, real_dns: bool = False) -> list[str]:
+    """`--chromium` options for the loopback web: a chromium in which host names fail at once.
+
+    The corpus pages ask dozens of CDN and tracker names; without a network, a resolver may take
+    seconds to fail a burst of lookups (this machine's takes 5 s for 30), which would be measured
+    instead of rendering. On the real web those names resolve. The loopback web is all IP literals.
+    """
+    chromium = find_chromium()
+    if chromium is None:
+        sys.exit("error: no chromium found (apt install chromium, or MIRROR_CHROMIUM)")
+    if real_dns:
+        return ["--chromium", chromium]
+    wrapper = folder / "chromium-no-dns"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(chromium)} --host-resolver-rules=\"MAP * ~NOTFOUND, EXCLUDE 127.*\" "$@"\n')
+    wrapper.chmod(0o755)
+    return ["--chromium", str(wrapper)]
 
 
-def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
+def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float, real_dns: bool = False) -> dict:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", "4", "--no-images",
-               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json"]
+               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json",
+               *(loopback_chromium(folder, real_dns) if browser != "never" else [])]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = {"mb": 0.0, "first_browser": None}
-
-    def sample() -> None:
-        while process.poll() is None:
-            browser_pids = [p for p in descendants(process.pid) if is_browser(p)]
-            if browser_pids and peak["first_browser"] is None:
-                peak["first_browser"] = time.monotonic()
-            peak["mb"] = max(peak["mb"], sum(pss_mb(p) for p in browser_pids))
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    memory = BrowserMemory(process.pid)
     out, _ = process.communicate()
     wall = time.monotonic() - started
-    sampler.join()
+    memory.stop()
     summary = json.loads(out) if process.returncode == 0 else {}
-    render_seconds = wall - (peak["first_browser"] - started) if peak["first_browser"] else 0.0
-    return {"wall": wall, "summary": summary, "peak_mb": peak["mb"], "render_seconds": render_seconds, "code": process.returncode}
+    return {"wall": wall, "summary": summary, "peak_mb": memory.peak_mb, "render_seconds": memory.render_seconds(started + wall),
+            "code": process.returncode}
 
 
 def main() -> None:
@@ -94,6 +103,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--tabs", type=int, default=2, help="--browser-tabs")
     parser.add_argument("--timeout", type=float, default=30)
+    parser.add_argument("--real-dns", action="store_true", help="let chromium ask the resolver for the pages' CDN names")
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     args = parser.parse_args()
 
@@ -102,14 +112,15 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-browser-") as tmp:
             urls = page_urls(args.pages, args.hosts, port)
             plain = fetch(urls, Path(tmp) / "never", "never", args.tabs, args.timeout)
-            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout)
+            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout, args.real_dns)
     finally:
         web.kill()
     if rendered["code"] != 0 or plain["code"] != 0:
         sys.exit(f"error: mirror fetch failed (exit {rendered['code']} / {plain['code']})")
     renders = sum(rendered["summary"].get("rendered", {}).values())
     rows = [
-        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}"),
+        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}; "
+                  + ("host names asked of the resolver" if args.real_dns else "host names outside the loopback web fail at once in chromium")),
         ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
         ("--browser always", f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
                              f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}"),

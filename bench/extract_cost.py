@@ -1,8 +1,14 @@
 """Extraction CPU per page: mirror now, mirror at an older commit, and trafilatura's default `extract()`.
 
-The three run interleaved, page by page, in one process, so a machine whose speed drifts
-(a shared VM) slows them alike. The older `mirror.extract` is read from git and loaded as
-its own module; it gets dateparser with all its locales unless it narrowed them itself.
+Each runs in a process of its own, and the three take the pages in turn, page by page, so a
+machine whose speed drifts (a shared VM) slows them alike. Separate processes, because the
+first extraction of a page fills caches (trafilatura's, htmldate's, dateparser's) that a
+second one in the same process hits: in one process, whichever ran first on a page paid
+~12 ms more. The older `mirror.extract` is read from git and loaded as its own module, with
+the process-wide settings it made itself (dateparser's locales, lxml's element lookup) and
+no others; trafilatura runs as installed. Each process first extracts 30 pages that are not
+measured: the first written-out dates load dateparser's locales and compile its patterns,
+a cost paid once per worker process, not per page.
 
     python bench/extract_cost.py --against f5c953a [--pages 100]
 """
@@ -11,18 +17,22 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import multiprocessing
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _measure import report
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MIRROR_CORPUS") or ROOT.parent / "shared" / "corpus")
+URL = "http://127.0.0.1/page.html"
+WARM_UP = 30  # Dragnet's first pages: the measured ones start at its 200th
 
 
 def _load_module(name: str, source: str):
@@ -46,7 +56,35 @@ def load_old_extract(ref: str):
     for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
         _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
         source = source.replace(f"from .{helper} import", f"from old{helper} import")
-    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract, "_narrow_date_parser" in source
+    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract
+
+
+_extract = None  # in each process: the extraction it measures
+
+
+def _start(variant: str, against: str) -> None:
+    global _extract
+    sys.path.insert(0, str(Path(__file__).parent))
+    if variant == "before":
+        _extract = load_old_extract(against)
+    elif variant == "now":
+        from mirror.extract import extract
+
+        _extract = extract
+    else:
+        import trafilatura
+
+        _extract = lambda body, url, _type: trafilatura.extract(body, url=url)  # noqa: E731
+    # steady state: the first pages with a written-out date load dateparser's locales and
+    # compile its patterns (~0.5-3 s once per process), so warm up on pages never measured
+    for path in sorted(CORPUS.glob("dragnet/input/*.html"))[:WARM_UP]:
+        _extract(path.read_bytes(), URL, "text/html")
+
+
+def _measure(body: bytes) -> float:
+    start = time.process_time()
+    _extract(body, URL, "text/html")
+    return time.process_time() - start
 
 
 def main() -> None:
@@ -56,32 +94,23 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     args = parser.parse_args()
 
-    import htmldate.extractors as dates
-
-    every_locale = dates.get_external_parser
-    old, old_narrowed = load_old_extract(args.against)
-    import trafilatura
-
-    from mirror.extract import extract as new
-
-    narrowed = dates.get_external_parser  # mirror.extract narrows it on import
     files = sorted(CORPUS.glob("dragnet/input/*.html"))[200:] + sorted(CORPUS.glob("readability/test-pages/*/source.html"))
     step = max(1, len(files) // args.pages)
     bodies = [f.read_bytes() for f in files[::step]][: args.pages]
     if not bodies:
         sys.exit(f"no corpus pages found in {CORPUS} (set MIRROR_CORPUS)")
-    url = "http://127.0.0.1/page.html"
-    spent = {"before": 0.0, "now": 0.0, "trafilatura": 0.0}
-    # the older commit gets dateparser as it had it: every locale, unless it narrowed them too
-    runs = {"before": (old, narrowed if old_narrowed else every_locale), "now": (new, narrowed), "trafilatura": (None, narrowed)}
-    for index, body in enumerate(bodies):
-        for name, (function, date_parser) in runs.items():
-            dates.get_external_parser = date_parser
-            start = time.process_time()
-            function(body, url, "text/html") if function else trafilatura.extract(body, url=url)
-            if index >= 3:  # the first pages pay one-time compiles
-                spent[name] += time.process_time() - start
-    counted = len(bodies) - 3
+    names = ("before", "now", "trafilatura")
+    spawn = multiprocessing.get_context("spawn")
+    pools = {name: ProcessPoolExecutor(1, mp_context=spawn, initializer=_start, initargs=(name, args.against)) for name in names}
+    spent = dict.fromkeys(names, 0.0)
+    try:
+        for body in bodies:
+            for name in names:  # one after the other: the processes share the machine's cores
+                spent[name] += pools[name].submit(_measure, body).result()
+    finally:
+        for pool in pools.values():
+            pool.shutdown()
+    counted = len(bodies)
     rows = [(f"extraction CPU ms/page ({name}, {counted} pages)", f"{1000 * value / counted:.1f}") for name, value in spent.items()]
     report(f"extraction cost against {args.against}", rows, args.record)
 

@@ -13,6 +13,7 @@ rest of the machine was meanwhile (from /proc/stat, minus our processes and the 
 `--record` refuses to record a run that was not quiet.
 
     python bench/throughput.py --pages 2000 --latency-ms 0 50 --record
+    python bench/throughput.py --browser always --pages 200 --latency-ms 50 --skip-trafilatura --skip-no-images --record
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ class Run:
                 f"rest of the machine {self.others:.2f} cores busy)")
 
 
-def measured_run(command: list[str], web_pid: int, **popen) -> Run:
+def measured_run(command: list[str], web_pid: int, on_start=None, **popen) -> Run:
     busy, web = machine_cpu(), process_cpu(web_pid)
-    m = measure(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **popen)
+    m = measure(command, on_start, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **popen)
     web = process_cpu(web_pid) - web
     others = max(0.0, machine_cpu() - busy - m.cpu - web)
     return Run(m, others / m.wall, web)
@@ -112,13 +113,27 @@ def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", "never",
-               "--images" if images else "--no-images"]
-    run = measured_run(command, web_pid, cwd=folder)
+               "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", args.browser,
+               "--browser-tabs", str(args.browser_tabs), "--images" if images else "--no-images"]
+    watched = []
+    if args.browser != "never":  # bench/browser.py's chromium and its measure of the browser's memory, meanwhile
+        from browser import BrowserMemory, loopback_chromium
+
+        command += loopback_chromium(folder, args.real_dns)
+        run = measured_run(command, web_pid, lambda pid: watched.append(BrowserMemory(pid)), cwd=folder)
+    else:
+        run = measured_run(command, web_pid, cwd=folder)
+    ended = time.monotonic()
     db = sqlite3.connect(folder / "archive" / "mirror.db")
     statuses = dict(db.execute("select status, count(*) from pages group by 1").fetchall())
     resources = dict(db.execute("select coalesce(error, status), count(*) from resources group by 1").fetchall())
-    return {"run": run, "statuses": statuses, "resources": resources}
+    result = {"run": run, "statuses": statuses, "resources": resources}
+    if watched:
+        memory = watched[0]
+        memory.stop()
+        rendered = dict(db.execute("select coalesce(render_error, capture), count(*) from pages where rendered_at is not null group by 1").fetchall())
+        result["browser"] = {"rendered": rendered, "seconds": memory.render_seconds(ended), "peak_mb": memory.peak_mb}
+    return result
 
 
 def run_trafilatura(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int) -> dict:
@@ -165,10 +180,19 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
     run = ours["run"]
     runs.append(run)
     rows += [
-        (f"mirror fetch, images on, {at}", run.describe(n)),
+        (f"mirror fetch, images on, {at}" + (f", --browser {args.browser}" if args.browser != "never" else ""), run.describe(n)),
         (f"  pages and images, {at}", f"{fetched} pages fetched, {json.dumps(ours['statuses'])}; {images} images served; "
                                       f"resources {json.dumps(ours['resources'])}"),
     ]
+    if "browser" in ours:
+        browser = ours["browser"]
+        renders = sum(browser["rendered"].values())
+        rows += [
+            (f"  render pass, {at}", f"{renders / max(browser['seconds'], 1e-9):.2f} rendered pages/s with --browser-tabs {args.browser_tabs} "
+                                     f"({renders} rendered in {browser['seconds']:.1f} s from browser start: {json.dumps(browser['rendered'])})"),
+            (f"  browser peak memory, {at}", f"{browser['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
+        ]
+        verdicts.append((f"browser peak memory < 1 GB, {at}", f"{browser['peak_mb']:.0f} MB", browser["peak_mb"] < 1024))
     if plain:
         runs.append(plain["run"])
         slower = run.measured.wall / plain["run"].measured.wall - 1
@@ -200,6 +224,10 @@ def main() -> None:
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=4, help="trafilatura --parallel")
+    parser.add_argument("--browser", choices=["never", "auto", "always"], default="never",
+                        help="mirror fetch --browser: with auto or always, also report rendered pages/s and the browser's peak memory")
+    parser.add_argument("--browser-tabs", type=int, default=2)
+    parser.add_argument("--real-dns", action="store_true", help="with --browser: let chromium ask the resolver for the pages' CDN names")
     parser.add_argument("--skip-trafilatura", action="store_true")
     parser.add_argument("--skip-no-images", action="store_true", help="do not also run mirror with --no-images")
     parser.add_argument("--quiet", type=float, default=0.15, help="most cores the rest of the machine may keep busy in a recorded run")

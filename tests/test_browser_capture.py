@@ -269,6 +269,15 @@ def test_javascript_challenge_is_archived_as_the_real_article(rendered, http_onl
     assert page["http_status"] == 200
 
 
+def test_run_summary_counts_a_challenge_the_browser_got_past_as_archived(rendered, always):
+    statuses, errors = rendered["summary"].statuses, rendered["summary"].errors
+    assert "failed" not in statuses and "blocked" not in errors, (statuses, errors)
+    # the download and the members-only app (no cookies here) stay no_text; the others are articles
+    assert dict(statuses) == {"archived": len(PAGES) - 2, "no_text": 2}
+    assert always["summary"]["statuses"] == {"archived": len(PAGES) - 1, "no_text": 1}  # with the cookies
+    assert always["summary"]["errors"] == {}
+
+
 def test_download_page_ends_with_a_status_and_a_reason(rendered, site):
     page = rendered["pages"]["download"]
     assert page["status"] == "no_text"
@@ -406,6 +415,12 @@ def test_datasette_shows_screenshots(rendered):
     hits = get("/-/mirror/search?q=softmax").text
     assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits
+    home = get("/").text  # a thumbnail beside the article in its reading list and among the recent ones
+    assert home.count(f'<a href="/-/mirror/page/{spa["id"]}"><img class="thumb" src="/-/mirror/screenshot/{spa["id"]}"') == 2
+    assert f'src="/-/mirror/screenshot/{static["id"]}"' not in home
+    import re
+
+    assert set(re.findall(r'class="thumb" src="([^"]*)"', home)) <= {f"/-/mirror/screenshot/{p['id']}" for p in rendered["pages"].values()}
 
 
 @pytest.mark.parametrize("point", ["render", "render_commit"])

@@ -7,6 +7,7 @@ import json
 import pytest
 import sqlite_utils
 
+from mirror._types import Extraction
 from mirror.extract import count_words, decode_html, extract
 from mirror.fetch import FetchOptions, run
 from mirror.seeds import links_from_urls
@@ -187,3 +188,49 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
     assert missing.exit_code == 1 and "no such page" in missing.output
     no_archive = cli("search", "显存", "--archive", str(tmp_path / "nope"))
     assert no_archive.exit_code == 1 and "no archive here" in no_archive.output
+
+
+def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
+    """The index values come from the extraction worker; they are exactly what the writer
+    makes from the stored row, so a page fetched and a page re-indexed are found alike."""
+    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS, index_values
+
+    body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
+    extraction = extract(body, "http://127.0.0.1/a", "text/html")
+    assert extraction.status == "archived"
+    assert extraction.search_index == index_values(extraction.title, extraction.text, extraction.author, extraction.sitename)
+    assert "显存" in extraction.search_index[-1].split()  # a bigram token of the body
+    assert extract(b"<html><body><p>too short</p></body></html>", "http://x/", "text/html").search_index is None
+
+    url = web.add("/article-zh", body)
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    indexed = db.execute(f"select {', '.join(INDEX_COLUMNS)} from pages_fts where rowid = ?", [row["id"]]).fetchone()
+    assert indexed == index_values(*(row[column] for column in FTS_COLUMNS))
+    assert db.execute("select count(*) from pages_fts where pages_fts match ?", ['body2:"显存"']).fetchone()[0] == 1
+
+
+def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, web):
+    """Re-extracted pages are indexed as they are saved; after them, an archived page
+    without a capture is indexed from its row and a stale row of a page without text goes."""
+    from mirror.reindex import reindex
+
+    article = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
+    empty = web.add("/empty", b"<html><body><p>nothing here</p></body></html>")
+    db, _ = fetch(tmp_path, [article, empty])
+    uncaptured = "http://127.0.0.1:9/typed-in"
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls([uncaptured]))
+        text = "混合精度训练的笔记，" * 10
+        archive.save_extraction(uncaptured, Extraction(status="archived", kind="text", title="笔记", text=text, markdown=text))
+    ids = {url: db["pages"].get(url)["id"] for url in (article, empty, uncaptured)}
+    db.execute("delete from pages_fts")
+    db.execute("insert into pages_fts (rowid, text) values (?, 'stale')", [ids[empty]])
+    db.conn.commit()
+    web.shutdown()
+    with Archive(tmp_path / "archive") as archive:
+        counts = reindex(archive, workers=1)
+    assert counts["indexed"] == 2
+    assert sorted(r[0] for r in db.execute("select rowid from pages_fts")) == sorted([ids[article], ids[uncaptured]])
+    found = db.execute("select rowid from pages_fts where pages_fts match ?", ['body2:"精度"']).fetchall()
+    assert sorted(r[0] for r in found) == sorted([ids[article], ids[uncaptured]])

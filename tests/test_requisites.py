@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 from datasette.app import Datasette
 
+from mirror.plugin._origin import resource_key
 from mirror.requisites import css_references, page_requisites, rewrite_css
 from mirror.store import Archive
 
@@ -112,9 +113,9 @@ def test_snapshot_serves_styles_from_the_archive(styled_archive):
     snapshot = get(f"/-/mirror/snapshot/{page_id}")
     html = snapshot.text
     site = "/-/mirror/resource?url=" + quote(url.replace("/page", "/css/site.css"), safe="")
-    assert f'<link rel="stylesheet" href="{site}">' in html
+    assert f'<link rel="stylesheet" href="{site}&amp;key={resource_key(url.replace("/page", "/css/site.css"))}">' in html
     assert "missing.css" not in html and "127.0.0.1" not in html.split("Archived copy of", 1)[1].split("</div>", 1)[1]
-    assert re.search(r"h1 \{ background: url\(\"/-/mirror/resource\?url=[^\"]+inline\.png\"\) \}", html)
+    assert re.search(r"h1 \{ background: url\(\"/-/mirror/resource\?url=[^\"]+inline\.png&key=[0-9a-f]{32}\"\) \}", html)
     csp = snapshot.headers["content-security-policy"]
     assert csp.startswith("sandbox") and "default-src 'none'" in csp and "script-src" not in csp
     css = get(site)
@@ -122,7 +123,10 @@ def test_snapshot_serves_styles_from_the_archive(styled_archive):
     assert "127.0.0.1" not in css.text.replace(quote("http://127.0.0.1", safe=""), "")  # only local references
     assert "elsewhere.invalid" not in css.text and 'url("")' in css.text
     assert css.headers["x-content-type-options"] == "nosniff"
-    font = get("/-/mirror/resource?url=" + quote(url.replace("/page", "/fonts/p.woff2"), safe=""))
-    assert font.status_code == 200 and font.headers["access-control-allow-origin"] == "*"
+    font_url = url.replace("/page", "/fonts/p.woff2")
+    font = get("/-/mirror/resource?url=" + quote(font_url, safe=""))
+    assert font.status_code == 200 and "access-control-allow-origin" not in font.headers  # never *
+    keyed = asyncio.run(ds.client.get(f"/-/mirror/resource?url={quote(font_url, safe='')}&key={resource_key(font_url)}", headers={"Origin": "null"}))
+    assert keyed.headers["access-control-allow-origin"] == "null"  # the sandboxed snapshot, loading it in CORS mode
     theme = get("/-/mirror/resource?url=" + quote(url.replace("/page", "/css/theme.css"), safe=""))
     assert theme.headers["content-type"].startswith("text/css")  # never served as HTML, whatever it holds

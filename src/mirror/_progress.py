@@ -52,7 +52,7 @@ class FetchReporter:
 
     def page(self, result: PageResult, summary: Summary) -> None:
         if self._progress is not None and self._task is not None:
-            counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+            counts = _counts(summary)
             rate = summary.done / max(time.monotonic() - self._started, 1e-6)
             self._progress.update(self._task, completed=summary.done, counts=counts, rate=f"{rate:.1f}/s")
             return
@@ -67,14 +67,18 @@ class FetchReporter:
 
     def render(self, url: str, outcome: str, summary: Summary) -> None:
         """One page rendered in the browser pass (after the HTTP bar is full)."""
-        from rich.markup import escape
-
+        if self._progress is not None and self._task is not None:  # a challenge got past is archived now
+            self._progress.update(self._task, counts=_counts(summary))
         self.console.print(f"[dim]browser[/] {sum(summary.rendered.values())}: {escape(outcome)} {escape(url)}", highlight=False)
 
     def stop(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def _counts(summary: Summary) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
 
 
 DOWN_HOSTS_SHOWN = 8

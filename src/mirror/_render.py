@@ -3,19 +3,27 @@
 Nothing is downloaded: Playwright launches the given executable (Debian's
 chromium). Each page gets a fresh context (its own cookies and cache, closed
 afterwards); dialogs are dismissed, pop-ups closed, downloads and permission
-prompts refused. A page that never settles is captured as it is when the time
-runs out. A browser that crashes or hangs is replaced.
+prompts refused. A page is captured as soon as it is quiet (no request and no
+DOM change for a moment, before and after scrolling through it), or as it is
+when the time runs out. A browser that crashes or hangs is replaced; one over
+its memory limit is replaced between pages. Given a `Reach`, a page's requests
+go only to addresses no more private than that (the HTTP fetcher's rule).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import os
 import re
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
 
 from ._blocked import blocked_reason
+from ._client import Reach
+from ._procmem import browser_pss_mb
 from ._types import RenderError
 from .warc import Capture
 
@@ -31,18 +39,42 @@ LAUNCH_ARGS = [
     "--mute-audio",
     "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
     "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
-    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    "--disable-extensions",
+    # a page kept for the back button would hold its memory until the context closes
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
 MAX_SCROLLS = 30  # screens scrolled to wake lazy images
+QUIET = 0.5  # seconds without a request or a DOM change: the page has settled
+LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) no longer holds the page up
+POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
+MEMORY_MB = 900.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
 
 
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
-            "download": ("download refused", "downloads refused")}
+            "download": ("download refused", "downloads refused"),
+            "private": ("request to a more private address than the page's refused (--allow-private to allow)",
+                        "requests to more private addresses than the page's refused (--allow-private to allow)")}
 # a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
+# milliseconds since the DOM last changed: a MutationObserver installed before the page's own scripts run
+_WATCH_CHANGES = """(() => { const mark = () => { window.__mirrorChanged = performance.now(); }; mark();
+new MutationObserver(mark).observe(document, {childList: true, subtree: true, characterData: true}); })();"""
+_CHANGED_AGO = "() => window.__mirrorChanged === undefined ? 0 : performance.now() - window.__mirrorChanged"
+# a screen at a time, two frames apart (IntersectionObserver callbacks run between them), then back to the top
+_SCROLL = """async (most) => {
+  const frame = () => new Promise(done => { requestAnimationFrame(() => requestAnimationFrame(done)); setTimeout(done, 100); });
+  for (let i = 0; i < most; i++) {
+    const end = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
+    if (end) break;
+    window.scrollBy(0, window.innerHeight);
+    await frame();
+  }
+  window.scrollTo(0, 0);
+  await frame();
+}"""
 _SETS_COOKIE = re.compile(r"document\.cookie\s*=")
 _RELOADS = re.compile(r"location\.(?:reload|replace|assign|href\s*=)|location\s*=")
 
@@ -62,6 +94,17 @@ class Rendered:
     notes: list[str] = field(default_factory=list)
 
 
+def memory_limit_mb() -> float:
+    """`MIRROR_BROWSER_MEMORY_MB` (0: no limit), else MEMORY_MB; ValueError if it is not a number of MB."""
+    text = os.environ.get("MIRROR_BROWSER_MEMORY_MB", "").strip()
+    if not text:
+        return MEMORY_MB
+    value = float(text)
+    if not value >= 0:  # negative or nan
+        raise ValueError(text)
+    return value
+
+
 class Renderer:
     def __init__(
         self,
@@ -73,19 +116,33 @@ class Renderer:
         headers: dict[str, str],
         cookies: list[Cookie],
         max_bytes: int,
+        memory_mb: float | None = None,
+        reach_of: Callable[[str], Awaitable[object]] | None = None,
     ):
+        """`memory_mb` defaults to `memory_limit_mb()`; `reach_of` says how private a URL's
+        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit."""
         self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
         self.user_agent, self.headers = user_agent, headers
         self.cookies = [_playwright_cookie(c) for c in cookies]
+        self.memory_mb = memory_limit_mb() if memory_mb is None else memory_mb
+        self.reach_of = reach_of
+        self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
         self._playwright = None
         self._browser = None
         self._rendered = 0
+        self._retire: str | None = None  # why the current browser is to be replaced once its tabs are done
+        self._using: Counter = Counter()  # browser -> renders in it now
+        self._released = asyncio.Condition()
         self._unusable: str | None = None
 
-    async def render(self, url: str) -> Rendered:
-        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`."""
+    async def render(self, url: str, reach: Reach | None = None) -> Rendered:
+        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`.
+
+        With `reach`, the page's requests go only to addresses no more private than that (the
+        HTTP fetcher's rule for a page's resources); the others are refused and counted.
+        """
         async with self._tabs:
             result = Rendered(url=url, final_url=url)
             if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
@@ -97,45 +154,66 @@ class Renderer:
                 self._unusable = f"chromium did not start: {_short(exc)}"
                 result.error, result.notes = RenderError.CRASH, [self._unusable]
                 return result
-            context = None
             try:
-                async with asyncio.timeout(self.timeout + GRACE):
-                    context = await browser.new_context(
-                        user_agent=self.user_agent,
-                        extra_http_headers=self.headers,
-                        viewport=VIEWPORT,
-                        accept_downloads=False,
-                        service_workers="block",  # their fetches would not be seen, so not captured
-                        permissions=[],
-                    )
-                    if self.cookies:
-                        await context.add_cookies(self.cookies)
-                    await _Visit(self, context, result).run()
-            except TimeoutError:
-                result.error = RenderError.HUNG
-                result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
-                await self._replace(browser)
-            except Exception as exc:  # noqa: BLE001 - a page must not end the run
-                if not browser.is_connected():
-                    result.error = RenderError.CRASH
-                    result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
-                    await self._replace(browser)
-                else:
-                    result.error = result.error or RenderError.FAILED
-                    result.notes.append(_short(exc))
+                await self._visit(browser, result, reach)
             finally:
-                if context is not None:
-                    try:
-                        async with asyncio.timeout(10):
-                            await context.close()
-                    except Exception:  # noqa: BLE001
-                        await self._replace(browser)
+                await self._release(browser, result)
             return result
 
+    async def _visit(self, browser, result: Rendered, reach: Reach | None) -> None:
+        context = None
+        try:
+            async with asyncio.timeout(self.timeout + GRACE):
+                context = await browser.new_context(
+                    user_agent=self.user_agent,
+                    extra_http_headers=self.headers,
+                    viewport=VIEWPORT,
+                    accept_downloads=False,
+                    service_workers="block",  # their fetches would not be seen, so not captured
+                    permissions=[],
+                )
+                if self.cookies:
+                    await context.add_cookies(self.cookies)
+                visit = _Visit(self, context, result)
+                if reach is not None and self.reach_of is not None:
+                    await visit.guard(reach)
+                await visit.run()
+        except TimeoutError:
+            result.error = RenderError.HUNG
+            result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
+            await self._replace(browser)
+        except Exception as exc:  # noqa: BLE001 - a page must not end the run
+            if not browser.is_connected():
+                result.error = RenderError.CRASH
+                result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
+                await self._replace(browser)
+            else:
+                result.error = result.error or RenderError.FAILED
+                result.notes.append(_short(exc))
+        finally:
+            if context is not None:
+                try:
+                    async with asyncio.timeout(10):
+                        await context.close()
+                except Exception:  # noqa: BLE001
+                    await self._replace(browser)
+
     async def _current(self):
+        """The browser for the next render; one that is due for a restart is closed first, once
+        the renders still in it have ended (so a restart never cuts another tab's page short)."""
         async with self._lock:
-            if self._browser is not None and (not self._browser.is_connected() or self._rendered >= RESTART_EVERY):
+            if self._browser is not None and not self._browser.is_connected():
                 await self._stop_browser()
+            if self._browser is not None and (self._retire or self._rendered >= RESTART_EVERY):
+                browser = self._browser
+                try:
+                    async with asyncio.timeout(self.timeout + GRACE + 10), self._released:
+                        await self._released.wait_for(lambda: not self._using[browser])
+                except TimeoutError:
+                    pass
+                if self._browser is browser:
+                    await self._stop_browser()
+                    self.restarts += 1
             if self._browser is None:
                 if self._playwright is None:
                     from playwright.async_api import async_playwright
@@ -144,15 +222,29 @@ class Renderer:
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000
                 )
-                self._rendered = 0
+                self._rendered, self._retire = 0, None
             self._rendered += 1
+            self._using[self._browser] += 1
             return self._browser
 
+    async def _release(self, browser, result: Rendered) -> None:
+        """A render has ended: measure the browser's memory while it is between pages."""
+        async with self._released:
+            self._using[browser] -= 1
+            if self._using[browser] <= 0:
+                del self._using[browser]
+            self._released.notify_all()
+        if browser is self._browser and not self._retire and self.memory_mb:
+            used = await asyncio.to_thread(browser_pss_mb, os.getpid())
+            if used > self.memory_mb:
+                self._retire = f"{used:.0f} MB over the {self.memory_mb:g} MB limit"
+                result.notes.append(f"the browser took {self._retire}; it was restarted")
+
     async def _replace(self, browser) -> None:
-        """After a crash or a hang: the next render gets a new browser."""
-        async with self._lock:
-            if self._browser is browser:
-                await self._stop_browser()
+        """After a crash or a hang: the next render gets a new browser (no lock: the render
+        that waits for this one to end may hold it)."""
+        if self._browser is browser:
+            await self._stop_browser()
 
     async def _stop_browser(self) -> None:
         browser, self._browser = self._browser, None
@@ -188,8 +280,10 @@ class _Visit:
         self.saving: set[asyncio.Task] = set()
         self.bytes = 0
         self.dropped = 0
-        self.counts = {"dialog": 0, "popup": 0, "download": 0}
+        self.counts = dict.fromkeys(_REFUSED, 0)
         self.download_started = asyncio.Event()
+        self.in_flight: dict[object, float] = {}  # request -> when it started
+        self.last_request = self.loop.time()
 
     def left_ms(self, cap: float | None = None) -> float:
         left = max(self.deadline - self.loop.time(), 0.05)
@@ -202,7 +296,10 @@ class _Visit:
         page.on("dialog", self._dialog)
         page.on("download", self._download)
         page.on("response", self._document)
-        page.on("requestfinished", lambda request: self._keep(request))
+        page.on("request", self._started)
+        page.on("requestfailed", self._ended)
+        page.on("requestfinished", self._finished)
+        await page.add_init_script(_WATCH_CHANGES)
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         # a page that starts a download never finishes loading: stop waiting at the download
@@ -228,11 +325,11 @@ class _Visit:
         await self._finish()
 
     async def _settle(self) -> None:
-        """Network idle, lazy images scrolled into view, and a challenge given time to reload."""
+        """Quiet, lazy images scrolled into view and quiet again, and a challenge given time to reload."""
         for _ in range(3):  # a challenge that reloads into another challenge gets three chances
-            await self._idle()
+            await self._quiet()
             await self._scroll()
-            await self._idle(cap=3)
+            await self._quiet()
             if not await self._looks_unfinished():
                 return
             try:  # a JavaScript challenge computes its cookie, then navigates
@@ -241,30 +338,36 @@ class _Visit:
             except Exception:  # noqa: BLE001 - nothing more came
                 return
 
-    async def _idle(self, cap: float | None = None) -> None:
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
+    async def _quiet(self) -> None:
+        """Wait until the page is settled: for QUIET seconds no request started or in flight (but
+        those pending for LONG_REQUEST, a long poll or a hanging tracker) and no DOM change.
+        Ends at the deadline, which marks the render as timed out."""
+        while True:
+            now = self.loop.time()
+            waiting = [t for t in self.in_flight.values() if now - t < LONG_REQUEST]
+            changed = await self._dom_changed_ago()
+            if not waiting and now - self.last_request >= QUIET and changed >= QUIET:
+                return
+            if now >= self.deadline:
+                n = len(self.in_flight)
+                busy = [f"{n} request{'s' if n != 1 else ''} in flight"] if n else []
+                busy += ["the page kept changing"] if changed < QUIET else []
+                self._timed_out(f"the page never went idle ({', '.join(busy) or 'busy'})")
+                return
+            await asyncio.sleep(POLL)
 
+    async def _dom_changed_ago(self) -> float:
+        """Seconds since the page's DOM last changed (0 while it is navigating)."""
         try:
-            await self.page.wait_for_load_state("networkidle", timeout=self.left_ms(cap))
-        except PlaywrightTimeout:
-            if cap is None:
-                self._timed_out("the network never went idle")
+            return await self.page.evaluate(_CHANGED_AGO) / 1000
+        except Exception:  # noqa: BLE001 - navigating right now
+            return 0.0
 
     async def _scroll(self) -> None:
-        script = "() => { window.scrollBy(0, window.innerHeight); return window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2; }"
-        for _ in range(MAX_SCROLLS):
-            if self.loop.time() > self.deadline:
-                break
-            try:
-                at_end = await self.page.evaluate(script)
-            except Exception:  # noqa: BLE001 - the page navigated while scrolling
-                return
-            await asyncio.sleep(0.2)
-            if at_end:
-                break
+        """A screen at a time, a frame apart, to the end (at most MAX_SCROLLS screens), then back to the top."""
         try:
-            await self.page.evaluate("() => window.scrollTo(0, 0)")
-        except Exception:  # noqa: BLE001
+            await self.page.evaluate(_SCROLL, MAX_SCROLLS)
+        except Exception:  # noqa: BLE001 - the page navigated while scrolling
             pass
 
     async def _looks_unfinished(self) -> bool:
@@ -321,6 +424,42 @@ class _Visit:
         except Exception:  # noqa: BLE001
             pass
 
+    async def guard(self, reach: Reach) -> None:
+        """Route every request (and WebSocket) of the page through the address rule.
+
+        Chromium follows redirects without asking the route again: a redirect from an allowed
+        address to a more private one is not caught here."""
+        self.reach = reach
+        await self.context.route("**/*", self._route)
+        await self.context.route_web_socket(re.compile(".*"), self._route_socket)
+
+    async def _allowed(self, url: str) -> bool:
+        if not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
+            return True  # data:, blob: and the like never leave the browser; the page itself is asked for
+        where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
+        if isinstance(where, Reach) and where > self.reach:
+            self.counts["private"] += 1
+            return False
+        return True  # a name that does not resolve fails in the browser as it would anyway
+
+    async def _route(self, route) -> None:
+        try:
+            if await self._allowed(route.request.url):
+                await route.continue_()
+            else:
+                await route.abort("blockedbyclient")
+        except Exception:  # noqa: BLE001 - the page or its context closed meanwhile
+            pass
+
+    async def _route_socket(self, socket) -> None:
+        try:
+            if await self._allowed(socket.url):
+                socket.connect_to_server()
+            else:
+                await socket.close(code=1008, reason="refused by the archiver")
+        except Exception:  # noqa: BLE001
+            pass
+
     async def _dialog(self, dialog) -> None:
         await self._refuse("dialog", dialog.dismiss)
 
@@ -336,7 +475,14 @@ class _Visit:
         if response.request.is_navigation_request() and response.frame == self.page.main_frame:
             self.result.status = response.status
 
-    def _keep(self, request) -> None:
+    def _started(self, request) -> None:
+        self.in_flight[request] = self.last_request = self.loop.time()
+
+    def _ended(self, request) -> None:
+        self.in_flight.pop(request, None)
+
+    def _finished(self, request) -> None:
+        self._ended(request)
         task = asyncio.ensure_future(self._save(request))
         self.saving.add(task)
         task.add_done_callback(self.saving.discard)

@@ -204,10 +204,14 @@ class Extraction:
     markdown: str | None = None
     word_count: int = 0
     images: list[str] = field(default_factory=list)  # absolute URLs the article shows
+    # the search index's values for it (`mirror._segment.index_values`), made in the
+    # extraction worker so that the process writing the database only inserts them
+    search_index: tuple[str, ...] | None = None
 
     def as_row(self) -> dict:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
+        del row["search_index"]
         return row
 
 

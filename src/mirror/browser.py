@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
 from http.cookiejar import CookieJar
 from pathlib import Path
@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 
 from . import warc
 from ._blocked import blocked_reason
-from ._client import HostGate
+from ._client import HostGate, Reach
 from ._faults import crash_point
-from ._render import Rendered, Renderer
+from ._render import Rendered, Renderer, memory_limit_mb
 from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
 from .extract import extract_capture
 from .store import Archive, now
@@ -80,6 +80,10 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
             import playwright.async_api  # noqa: F401
         except ImportError:
             problem = "Playwright is not installed (pip install playwright)"
+    try:
+        memory_limit_mb()
+    except ValueError:
+        problem = problem or f"MIRROR_BROWSER_MEMORY_MB={os.environ['MIRROR_BROWSER_MEMORY_MB']!r}: not a number of megabytes"
     if problem:
         return BrowserMode.NEVER, None, problem
     return mode, path, None
@@ -103,9 +107,15 @@ async def render_pass(
     options,
     cookies: CookieJar | None,
     progress: Counter,
-    on_render: Callable[[str, str], None] | None = None,
+    on_render: Callable[[str, str, PageStatus | None], None] | None = None,
+    reach_of: Callable[[str], Awaitable[object]] | None = None,
+    page_reach: Callable[[str], Awaitable[Reach]] | None = None,
 ) -> None:
-    """Render the pages that need a browser; counts outcomes into `progress`, reports each to `on_render`.
+    """Render the pages that need a browser; counts outcomes into `progress`, reports each to
+    `on_render` with the page's new status when the browser's capture replaced the HTTP one.
+    `reach_of` (the HTTP client's) says how private a URL's address is, `page_reach` how
+    private the addresses a page's resources may come from are (as for the HTTP fetcher's
+    images: no more than the page's own unless `--allow-private`); without them, any.
 
     `options` is the run's FetchOptions (browser, chromium, browser_tabs,
     timeout, per_host, delay, user_agent, headers, max_bytes).
@@ -126,6 +136,7 @@ async def render_pass(
         headers=headers,
         cookies=list(cookies) if cookies else [],
         max_bytes=options.max_bytes,
+        reach_of=reach_of,
     )
     gates: dict[str, HostGate] = {}
     shared = asyncio.Semaphore(max(1, options.browser_tabs))  # the renderer has its own tab limit too
@@ -133,14 +144,16 @@ async def render_pass(
 
     async def one(page: dict) -> None:
         host = (urlsplit(page["url"]).netloc or "").lower()
+        reach = await page_reach(page["final_url"] or page["url"]) if page_reach else Reach.LOOPBACK
+        reach = None if reach is Reach.LOOPBACK else reach  # a page on this machine may ask anything
         gate = gates.setdefault(host, HostGate(options.per_host, options.delay))
         async with gate.turn(shared) as turn:  # a render counts as one request to the page's host
             turn.started()
-            rendered = await renderer.render(page["url"])
-        outcome = await _store(archive, writer, pool, loop, page, rendered)
+            rendered = await renderer.render(page["url"], reach)
+        outcome, replaced = await _store(archive, writer, pool, loop, page, rendered)
         progress[outcome] += 1
         if on_render:
-            on_render(page["url"], outcome)
+            on_render(page["url"], outcome, replaced)
 
     tasks = [asyncio.create_task(one(page)) for page in pages]
     try:
@@ -152,8 +165,9 @@ async def render_pass(
         await renderer.close()
 
 
-async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> str:
-    """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary."""
+async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> tuple[str, PageStatus | None]:
+    """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary,
+    with the page's new status when the browser's capture became the page's."""
     url = page["url"]
     http = warc_location(page) if page["status"] != PageStatus.FAILED else archive.last_capture(url)
     refers = warc.record_id(archive.path, http) if http else None
@@ -192,7 +206,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
     if not wins:
         # a render the crash of the browser took down is tried again on the next run
         archive.record_render(url, values, None, [], done=rendered.error != RenderError.CRASH)
-        return str(values["render_error"] or f"kept {CaptureKind.HTTP}")
+        return str(values["render_error"] or f"kept {CaptureKind.HTTP}"), None
     values |= {
         "status": article.status,
         "capture": CaptureKind.BROWSER,
@@ -206,7 +220,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
         "error_message": None,
     }
     archive.record_render(url, values, article, list(_images(article, captured)))
-    return f"{article.status} from {CaptureKind.BROWSER}"
+    return f"{article.status} from {CaptureKind.BROWSER}", PageStatus(article.status)
 
 
 def _images(article: Extraction, captured: dict) -> Iterable[Exchange]:

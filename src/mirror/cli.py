@@ -400,25 +400,27 @@ def serve(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
 ) -> None:
     """Browse and search the archive offline with datasette."""
+    import inspect
     import threading
     import webbrowser
 
     import uvicorn
     from datasette.app import Datasette
 
-    from ._loopback import is_loopback_address, loopback_hosts_only
 
     db_path = archive / DB_NAME
     with open_archive(archive, readonly=True):  # brings an older database up to the current schema where it can
         pass
     _check_port_free(host, port)
+    # the plugin answers, on a loopback socket, only loopback host names and these (DNS rebinding)
+    plugins = {"plugins": {"mirror": {"allow_hosts": list(allow_host or ())}}}
+    options = {"settings": {"sql_time_limit_ms": 5000}}
+    options |= {"config": plugins} if "config" in inspect.signature(Datasette).parameters else {"metadata": plugins}  # 1.0 | 0.65
     if os.access(archive, os.W_OK):
-        datasette = Datasette([str(db_path)], settings={"sql_time_limit_ms": 5000})
+        datasette = Datasette([str(db_path)], **options)
     else:  # a read-only folder: nobody can change the file, and SQLite needs no -shm beside it
-        datasette = Datasette(immutables=[str(db_path)], settings={"sql_time_limit_ms": 5000})
+        datasette = Datasette(immutables=[str(db_path)], **options)
     app_ = datasette.app()
-    if is_loopback_address(host):  # DNS rebinding: a web page must not reach this server
-        app_ = loopback_hosts_only(app_, set(allow_host or ()))
     url = f"http://{host}:{port}/-/mirror/search"
     err.print(f"serving {safe(db_path)} at http://{safe(host)}:{port}/ (search: {safe(url)}); Ctrl-C stops")
     if open_browser:

@@ -186,6 +186,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         backoff=min(options.backoff, 1.0),
     )
     image_tasks: list[asyncio.Task] = []
+    not_archived: dict[str, tuple[Outcome, str | None]] = {}  # this run's counts the browser pass may change
     archived_images = archive.archived_resource_urls() if options.images else set()
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
@@ -211,7 +212,10 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
         result.extraction = article
         summary.done += 1
-        summary.statuses[_outcome(result, page)] += 1
+        outcome = _outcome(result, page)
+        summary.statuses[outcome] += 1
+        if outcome != Outcome.ARCHIVED:
+            not_archived[page.url] = (outcome, None if result.ok else result.final.error or "unknown")
         if not result.ok:
             summary.errors[result.final.error or "unknown"] += 1
             host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
@@ -261,8 +265,14 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             await asyncio.gather(*batch)
             tasks += batch
         if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
-            report = (lambda url, outcome: on_render(url, outcome, summary)) if on_render else None
-            await render_pass(archive, writer, pool, options, cookies, summary.rendered, report)
+            def rendered(url: str, outcome: str, status: PageStatus | None) -> None:
+                if status is not None and url in not_archived:  # a challenge the browser got past is archived
+                    _recount(summary, *not_archived.pop(url), Outcome(status))
+                if on_render:
+                    on_render(url, outcome, summary)
+
+            await render_pass(archive, writer, pool, options, cookies, summary.rendered, rendered,
+                              client.reach_of, lambda url: _page_reach(client, url, options))
         finished = True
     finally:
         tasks += image_tasks
@@ -286,6 +296,16 @@ async def _page_reach(client: Client, final_url: str, options: FetchOptions) -> 
         return Reach.LOOPBACK
     reach = await client.reach_of(final_url)
     return reach if isinstance(reach, Reach) else Reach.PUBLIC
+
+
+def _recount(summary: Summary, was: Outcome, error: str | None, now: Outcome) -> None:
+    """A page the browser pass captured again: its count moves from its HTTP outcome to the new one."""
+    for counter, key in ((summary.statuses, was), (summary.errors, error)):
+        if key is not None:
+            counter[key] -= 1
+            if counter[key] <= 0:
+                del counter[key]
+    summary.statuses[now] += 1
 
 
 def _internal_failure(url: str, exc: Exception) -> PageResult:

@@ -14,7 +14,8 @@ BATCH = 200  # pages per transaction
 
 
 def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
-    """Re-extract every captured page (after a trafilatura upgrade, say), then rebuild search.
+    """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
+    (the workers segment the text for the index); then index the archived pages left.
 
     Returns counts by resulting status, and `indexed`.
     """
@@ -33,5 +34,5 @@ def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
                 archive.save_extractions(batch)
                 batch = []
     archive.save_extractions(batch)
-    counts["indexed"] = archive.rebuild_index()
+    counts["indexed"] = archive.complete_index()
     return dict(counts)

@@ -18,6 +18,7 @@ from datasette import hookimpl
 from markupsafe import Markup, escape
 
 from ..search import FTS_TABLE, build_match
+from ._origin import guard, validate_settings
 from .home import home_view
 from .table_search import ranked_table_search
 from .screenshots import screenshot_view
@@ -52,6 +53,7 @@ def get_metadata(datasette, key, database, table):
 @hookimpl
 def startup(datasette):
     """datasette 1.0: the same settings, through the APIs that replaced get_metadata."""
+    validate_settings(datasette)
     if not hasattr(datasette, "set_instance_metadata"):
         return None  # 0.65 reads get_metadata
 
@@ -111,8 +113,9 @@ def canned_queries(datasette, database):
 
 @hookimpl
 def asgi_wrapper(datasette):
-    """`/<db>/pages?_search=` without `_sort`: ranked by relevance (bm25), like `mirror search`."""
-    return lambda app: ranked_table_search(datasette, app)
+    """Outside: only this machine's own pages may ask (DNS rebinding, cross-origin probes).
+    Inside: `/<db>/pages?_search=` without `_sort` ranked by relevance (bm25), like `mirror search`."""
+    return lambda app: guard(datasette, ranked_table_search(datasette, app))
 
 
 @hookimpl

@@ -1,5 +1,6 @@
 """The reading home at `/`: the seeds as written, seed → section → links, with each
-link's title, site, status and reader view; counts and the latest archived articles.
+link's title, site, status, reader view and screenshot thumbnail; counts and the
+latest archived articles.
 
 Paged by link occurrence (the links table's primary key order), so a page costs
 the same at 100 or 100,000 links. datasette's table list is one click away.
@@ -14,6 +15,7 @@ from datasette import Response
 from .._types import PageStatus
 from ..requisites import web_url
 from ._common import _archive, _views, reader_csp
+from .screenshots import screenshot_urls
 
 PER_PAGE = 200
 RECENT = 10
@@ -45,6 +47,10 @@ async def home_view(datasette, request):
         "order by fetched_at desc limit ?",
         [RECENT],
     )
+    rows, recent = [dict(r) for r in rows], [dict(r) for r in recent]
+    shots = await screenshot_urls(datasette, db, list({r["id"] for r in rows + recent if r["id"] is not None}))
+    for row in rows + recent:
+        row["screenshot"] = shots.get(row["id"])
     pages_count = -(-total // PER_PAGE) if total else 1
 
     def page_url(number: int) -> str:
@@ -61,7 +67,7 @@ async def home_view(datasette, request):
         "seeds": seeds,
         "seed": seed,
         "grouped": _group(datasette, rows),
-        "recent": [_entry(datasette, dict(r)) for r in recent],
+        "recent": [_entry(datasette, r) for r in recent],
         "page": page,
         "pages_count": pages_count,
         "links_total": total,

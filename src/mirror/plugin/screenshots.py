@@ -1,7 +1,7 @@
 """Screenshots of rendered pages, served from the WARC files.
 
 `/-/mirror/screenshot/<id>` is the first screen (`?full=1`: the page, as tall
-as it was kept). Reader view and search results show them.
+as it was kept). Reader view, search results and the reading home show them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,16 @@ async def screenshot_view(datasette, request):
     if not body.startswith(b"\x89PNG"):
         raise _Missing("no screenshot of this page")
     return Response(body, content_type="image/png", headers=HEADERS)
+
+
+def screenshot_url(datasette, page_id: int) -> str:
+    """Our own route: the only source a thumbnail ever has."""
+    return datasette.urls.path(f"/-/mirror/screenshot/{int(page_id)}")
+
+
+async def screenshot_urls(datasette, db, ids: list[int]) -> dict[int, str]:
+    """page id -> its screenshot's URL, for those of these pages that have one."""
+    return {page_id: screenshot_url(datasette, page_id) for page_id in await with_screenshots(db, ids)}
 
 
 async def with_screenshots(db, ids: list[int]) -> set[int]:

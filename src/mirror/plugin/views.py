@@ -20,7 +20,8 @@ from ..requisites import MAX_CSS_BYTES
 from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
-from .screenshots import with_screenshots
+from ._origin import resource_key
+from .screenshots import screenshot_url, screenshot_urls
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
@@ -62,9 +63,9 @@ async def search_view(datasette, request):
         }
         for hit in hits
     ]
-    shots = await with_screenshots(db, [hit.id for hit in hits])
+    shots = await screenshot_urls(datasette, db, [hit.id for hit in hits])
     for row in rows:
-        row["screenshot"] = datasette.urls.path(f"/-/mirror/screenshot/{row['id']}") if row["id"] in shots else None
+        row["screenshot"] = shots.get(row["id"])
     return Response.html(
         await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
         headers={"Content-Security-Policy": reader_csp()},
@@ -93,7 +94,7 @@ async def reader_view(datasette, request):
         "attempts": attempts,
         "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
         "tags": [t for t in (page.get("tags") or "").split(", ") if t],
-        "screenshot": datasette.urls.path(f"/-/mirror/screenshot/{page_id}") if page.get("screenshot_warc_file") else None,
+        "screenshot": screenshot_url(datasette, page_id) if page.get("screenshot_warc_file") else None,
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
@@ -147,15 +148,16 @@ async def resource_view(datasette, request):
         local = lambda u: _resource_path(datasette, u) if u in archived else None  # noqa: E731
         css = await asyncio.to_thread(serve_css, body, content_type, url, local)
         return Response(css, content_type="text/css; charset=utf-8", headers=headers)
-    if is_font(content_type, url):  # fonts load in CORS mode, and a sandboxed snapshot's origin is opaque
-        return Response(body, content_type=content_type, headers={**headers, "Access-Control-Allow-Origin": "*"})
+    if is_font(content_type, url):  # loaded in CORS mode: _origin allows the snapshot's opaque origin only
+        return Response(body, content_type=content_type, headers=headers)
     if not content_type.startswith("image/"):
         raise _Missing("only archived images, stylesheets and fonts are served here")
     return Response(body, content_type=content_type, headers=headers)
 
 
 def _resource_path(datasette, url: str) -> str:
-    return datasette.urls.path("/-/mirror/resource?url=" + quote(url, safe=""))
+    """With its key: the sandboxed snapshot's requests look cross-site and need it (see _origin)."""
+    return datasette.urls.path(f"/-/mirror/resource?url={quote(url, safe='')}&key={resource_key(url)}")
 
 
 def _article_html(markdown: str | None, base: str, archived: set[str], datasette) -> str:

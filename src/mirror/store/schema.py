@@ -212,10 +212,12 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         return conn
 
 
-def reindex_rows(db: sqlite_utils.Database) -> int:
-    """Index every archived page's text; returns how many."""
+def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False) -> int:
+    """Index every archived page's text (or only those the index lacks); returns how many."""
+    missing = f" and id not in (select rowid from {_fts.FTS_TABLE})" if missing_only else ""
     rows = db.query(
-        f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = ? and text is not null", [PageStatus.ARCHIVED]
+        f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = ? and text is not null{missing}",
+        [PageStatus.ARCHIVED],
     )
     count = 0
     for row in list(rows):

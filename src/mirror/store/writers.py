@@ -172,7 +172,7 @@ class RowWriters:
         page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
         self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
         if extraction.status == PageStatus.ARCHIVED:
-            self.db.execute(*_fts.index_insert(page_id, row))
+            self.db.execute(*_fts.index_insert(page_id, row, extraction.search_index))
 
     def rebuild_index(self) -> int:
         """Re-create the search index from the pages table; returns pages indexed."""
@@ -180,6 +180,19 @@ class RowWriters:
             self.db.execute(f"drop table if exists {_fts.FTS_TABLE}")
             _fts.ensure_index(self.db)
             return reindex_rows(self.db)
+
+    def complete_index(self) -> int:
+        """After a re-extraction, which indexed every page it saved: the index holds exactly
+        the archived pages, the pages it lacks indexed from their rows (not all of them again,
+        as `rebuild_index` would). Returns how many pages the index holds."""
+        with self.db.atomic():
+            self.db.execute(
+                f"delete from {_fts.FTS_TABLE} where rowid not in "
+                "(select id from pages where status = ? and text is not null)",
+                [PageStatus.ARCHIVED],
+            )
+            reindex_rows(self.db, missing_only=True)
+            return self.db.execute(f"select count(*) from {_fts.FTS_TABLE}").fetchone()[0]
 
     def record_render(
         self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange], done: bool = True
