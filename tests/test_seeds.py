@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -306,3 +308,17 @@ def test_any_bytes_parse_without_raising(data):
 @given(st.lists(st.sampled_from(list("ab显 \n:：#*-[]()<>/.h") + ["https://", "http://x.cn/", "**", "\n\n"]), max_size=60))
 def test_markdown_like_text_parses_without_raising(pieces):
     parse_text("".join(pieces), "fuzz.md")
+
+
+def test_reading_seeds_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    seed = tmp_path / "s.txt"
+    seed.write_text("https://a.example/1\n", encoding="utf-8")
+    assert gc.isenabled()
+    assert len(read_seeds([seed], base=tmp_path).links) == 1
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_seeds([seed], base=tmp_path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

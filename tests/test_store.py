@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import shutil
 import sqlite3
 
 import pytest
@@ -101,3 +103,80 @@ def test_pages_carry_ids_hosts_and_where_they_were_linked(tmp_path):
     assert page["host"] == "zhuanlan.zhihu.com"
     assert sorted(json.loads(page["seeds"])) == ["seeds/000_26c02b02fc5889ea.txt", "seeds/001_c87ee9bc1dd6a88b.txt"]
     assert set(json.loads(page["sections"])) == {"Megatron学习", "图解大模型训练系列"}
+
+
+# What `seeds` and `sections` of every page must be: recounted from all its links rows.
+RECOUNT = """update pages set
+    seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
+    sections = (select json_group_array(distinct section) from links where links.url = pages.url and section is not null)"""
+
+
+def _facets(archive):
+    return archive.conn.execute("select url, seeds, sections from pages order by url").fetchall()
+
+
+def _edit(folder, rnd):
+    """Delete, insert, repeat and re-section lines of every seed, as a person editing notes would."""
+    for path in sorted(folder.iterdir()):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for _ in range(6):
+            i = rnd.randrange(len(lines) + 1)
+            op = rnd.randrange(4)
+            if op == 0 and lines:
+                del lines[min(i, len(lines) - 1)]
+            elif op == 1:
+                lines.insert(i, f"https://new.example/{rnd.randrange(40)}")
+            elif op == 2 and lines:
+                lines.insert(i, lines[rnd.randrange(len(lines))])
+            else:
+                lines.insert(i, f"## 节 {rnd.randrange(3)}")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_only_changed_links_are_written_and_pages_keep_exact_seeds_and_sections(tmp_path):
+    folder = tmp_path / "seeds"
+    shutil.copytree(SEEDS, folder)
+    (folder / "extra.md").write_text(
+        "# 一\n[a](https://a.example/1)\n\n## 二\n[again](https://a.example/1) https://b.example/x\n"
+        "控制\x07字符 \"引号\" https://c.example/\n",
+        encoding="utf-8",
+    )
+    rnd = random.Random(5)
+    with Archive(tmp_path / "archive") as archive:
+        for _ in range(5):
+            archive.record_inventory(read_seeds([folder], base=tmp_path))
+            recorded = _facets(archive)
+            with archive.conn:
+                archive.conn.execute(RECOUNT)
+            assert _facets(archive) == recorded
+            _edit(folder, rnd)
+        archive.record_inventory(read_seeds([folder], base=tmp_path))
+        links = archive.conn.execute("select rowid, * from links order by rowid").fetchall()
+        changes = archive.conn.total_changes
+        archive.record_inventory(read_seeds([folder], base=tmp_path))
+        assert archive.conn.total_changes - changes == len(list(folder.iterdir()))  # each seed's read_at, nothing else
+        assert archive.conn.execute("select rowid, * from links order by rowid").fetchall() == links
+
+
+def test_pages_of_an_archive_older_than_seeds_and_sections_get_them(tmp_path):
+    with Archive(tmp_path) as archive:
+        archive.record_inventory(read_seeds([SEEDS], base=SEEDS.parent))
+        recorded = _facets(archive)
+        with archive.conn:
+            archive.conn.execute("update pages set seeds = null, sections = null")
+        archive.record_inventory(read_seeds([SEEDS], base=SEEDS.parent))
+        assert _facets(archive) == recorded
+
+
+def test_a_large_inventory_leaves_the_same_indexes(tmp_path):
+    seed = tmp_path / "big.txt"
+    seed.write_text("\n".join(f"https://example.com/p/{i}?utm_source=x" for i in range(12_000)), encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive:
+        indexes = "select name, sql from sqlite_master where type = 'index' order by name"
+        before = archive.conn.execute(indexes).fetchall()
+        stats = archive.record_inventory(read_seeds([seed], base=tmp_path))
+        assert stats.new_pages == 12_000
+        assert archive.conn.execute(indexes).fetchall() == before
+        assert archive.conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+        assert archive.conn.execute("select count(*) from links where url = 'https://example.com/p/11999'").fetchone() == (1,)
+        assert archive.conn.execute("select min(id), max(id), count(distinct id) from pages").fetchone() == (1, 12_000, 12_000)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import string
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror.urls import classify, glue_candidates, normalize, skip_reason
+from mirror import urls
+from mirror.urls import classify, glue_candidates, normalize, skip_reason, unwrap_redirect
+
+from .conftest import CORPUS, SEEDS
 
 
 @pytest.mark.parametrize(
@@ -156,3 +161,46 @@ def test_search_engine_tracking_parameters_are_dropped(tracked, plain):
 )
 def test_what_was_searched_still_counts(a, b):
     assert normalize(a) != normalize(b)
+
+
+# --- the plain-URL fast path (one regex instead of urlsplit) must change no result ---------------
+
+
+def _identity(url: str) -> tuple:
+    return normalize(url), classify(url), unwrap_redirect(url)
+
+
+def _identity_by_urlsplit(url: str) -> tuple:
+    """`_identity` with the fast path switched off: every URL goes through urlsplit."""
+    with mock.patch.object(urls, "_PLAIN", re.compile(r"(?!)")):
+        return _identity(url)
+
+
+def _links_in_real_documents() -> list[str]:
+    found = {word for path in SEEDS.glob("*.txt") for word in path.read_text(encoding="utf-8").split()}
+    for page in sorted(CORPUS.rglob("*.htm*"))[:300] if CORPUS.is_dir() else ():
+        text = page.read_bytes().decode("utf-8", errors="replace")
+        found.update(re.findall(r"""(?:href|src)\s*=\s*["']([^"']{1,800})["']""", text))
+    return sorted(found)
+
+
+def test_plain_url_fast_path_agrees_with_urlsplit_on_real_links():
+    links = _links_in_real_documents()
+    plain = [url for url in links if urls._plain(url.strip()) is not None]
+    assert len(plain) > 150  # the fast path is what these links exercise
+    assert [_identity(url) for url in links] == [_identity_by_urlsplit(url) for url in links]
+
+
+_URL_PIECES = [
+    "http://", "HTTPS://", "ftp://", "Example.COM", "a-b.cn", "a.", ".", "-", "xn--fiqs8s.cn", "中文.cn", "[::1]", "[::1",
+    "user:pw@", "@", ":80", ":443", ":0", ":65535", ":65536", ":99999", ":", ":8o", ":١", "/", "/./", "/../", "/a/b/../c",
+    "/.", "?", "#", "&", "=", "%2f", "%zz", "+", "utm_source=x", "spm=1", "q=%e4%b8%ad", "b=2&a=1", "Share_Source=q", "中",
+    " ", "\t", "\n", "\x01", "\x7f", "\ud800", "\u3000", "link.zhihu.com/?target=https%3A%2F%2Fa.b%2Fc",
+    "www.google.com/url?q=https://a.b/c", "mp.weixin.qq.com/s?__biz=1&mid=2&idx=3&sn=4&chksm=5", "www.baidu.com/s?wd=x&ie=utf-8",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_URL_PIECES), min_size=1, max_size=8).map("".join))
+def test_plain_url_fast_path_agrees_with_urlsplit_on_any_url(url):
+    assert _identity(url) == _identity_by_urlsplit(url)

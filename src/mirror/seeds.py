@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import urls
+from ._gc import gc_paused
 from ._types import COMMAND_LINE, Link
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "parse_text", "read_seeds"]
@@ -48,8 +49,9 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
         files = sorted(p for p in source.rglob("*") if p.is_file() and not _hidden(p, source)) if source.is_dir() else [source]
         if source.is_dir() and not files:
             inventory.warnings.append(f"{source}: folder holds no seed files")
-        for path in files:
-            _read_one(path, _seed_name(path, base), inventory)
+        with gc_paused():
+            for path in files:
+                _read_one(path, _seed_name(path, base), inventory)
     return inventory
 
 
@@ -155,7 +157,7 @@ _TRAILING = ".,;:!?'\"*_"
 _SENTENCE_END = re.compile(r"[。，,.!?！？；;、]")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Found:
     start: int
     end: int
@@ -204,7 +206,7 @@ def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: st
         title=title or None,
         section=section,
         skip_reason=reason,
-        candidates=tuple(urls.normalize(c) for c in candidates),
+        candidates=tuple(map(urls.normalize, candidates)) if candidates else (),
     )
 
 
@@ -221,15 +223,19 @@ def _kind(line: str) -> str:
     stripped = line.strip()
     if not stripped:
         return "blank"
+    if ":" in stripped and _URL.fullmatch(stripped):
+        return "url"  # the commonest line, in one match
     has_url = ":" in line and _URL.search(line)
     if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
         rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip() if has_url else True
         return "url" if not rest else "inline"
-    if _HEADING.match(line):
+    # each pattern needs its first or last character: most lines are tested by a look at both ends
+    first, last = stripped[0], stripped[-1]
+    if first == "#" and _HEADING.match(line):
         return "heading"
-    if _RULE.match(line):
+    if first in "-*_" and _RULE.match(line):
         return "rule"
-    if _BOLD_LABEL.match(line) or _LABEL.match(line):
+    if last in ":：*_" and (_BOLD_LABEL.match(line) or _LABEL.match(line)):
         return "label"
     return "text"
 
@@ -237,12 +243,16 @@ def _kind(line: str) -> str:
 class _Spans:
     """Parts of a line already taken by a link, sorted, for O(log n) overlap tests."""
 
+    __slots__ = ("ends", "pending", "starts")
+
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.pending: list[tuple[int, int]] = []
 
     def free(self, start: int, end: int) -> bool:
+        if not self.starts:
+            return True
         i = bisect.bisect_right(self.starts, start)
         if i and self.ends[i - 1] > start:
             return False
@@ -277,7 +287,15 @@ def _may_link(line: str) -> bool:
 
 
 def _find_links(line: str) -> list[_Found]:
-    hits: list[_Found] = []
+    stripped = line.strip()
+    if "](" not in line and ":" in stripped and _URL.fullmatch(stripped):
+        # a line that is one URL (the commonest): what the passes below would find, in one match
+        start = len(line) - len(line.lstrip())
+        written = _trim_url(stripped)
+        hits = [_Found(start, start + len(written), written, None)]
+        hits[0].title = _inline_title(line, hits, 0)
+        return hits
+    hits = []
     taken = _Spans()
     for m in _MD_LINK.finditer(line) if "](" in line else ():
         hits.append(_Found(m.start(3), m.end(3), m[3], _clean_title(m[2]) or None))
@@ -303,7 +321,8 @@ def _find_links(line: str) -> list[_Found]:
         written = written[start - m.start():]
         hits.append(_Found(start, start + len(written), written, None))
         taken.take(m.start(), m.end())
-    hits.sort(key=lambda h: h.start)
+    if len(hits) > 1:
+        hits.sort(key=lambda h: h.start)
     for i, hit in enumerate(hits):
         if hit.title is None:
             hit.title = _inline_title(line, hits, i)
@@ -311,10 +330,13 @@ def _find_links(line: str) -> list[_Found]:
 
 
 _OPENING = {")": "(", "]": "[", "}": "{"}
+_TRAILING_OR_CLOSING = frozenset(_TRAILING + ")]}")
 
 
 def _trim_url(url: str) -> str:
     """Drop punctuation that ends the sentence rather than the URL."""
+    if url[-1:] not in _TRAILING_OR_CLOSING:
+        return url
     balance = {close: url.count(close) - url.count(opening) for close, opening in _OPENING.items()}
     end = len(url)
     while end and url[end - 1] in _TRAILING + ")]}":
@@ -363,15 +385,18 @@ def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
 
 
 _EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")
-_SPACES = re.compile(r"\s+")
 _TAG = re.compile(r"<[^>]+>")
 
 
 def _clean_title(text: str) -> str:
-    text = _BULLET.sub("", text.strip(), count=1)
+    text = text.strip()
+    if not text:
+        return ""
+    if text[0] in "-*+>" or text[0].isdigit():  # what a bullet starts with
+        text = _BULLET.sub("", text, count=1)
     if "*" in text or "`" in text:
         text = _EMPHASIS.sub("", text)
-    text = _SPACES.sub(" ", text)
+    text = " ".join(text.split())  # runs of whitespace as one space, as \s+ would
     return text.strip(" \t-–—|>:：,，;；").strip()
 
 

@@ -8,6 +8,7 @@ unwrapping, WeChat's content-identifying query, and glued-URL repair.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit, urlunsplit
 
 from courlan.clean import TRACKERS_RE
@@ -67,6 +68,17 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
 _PATH_SAFE = "/%:@!$&'()*+,;=~"  # RFC 3986 pchar: kept as written
 _QUERY_SAFE = _PATH_SAFE + "?"
+# what quote() leaves as it is: its always-safe characters and ours
+_PATH_AS_IS = re.compile(r"[A-Za-z0-9_.\-~/%:@!$&'()*+,;=]*")
+_QUERY_AS_IS = re.compile(r"[A-Za-z0-9_.\-~/%:@!$&'()*+,;=?]*")
+# scheme://host[:port]/path?query#fragment with a plain ASCII host and nothing urlsplit would
+# strip or reject: nearly every link. One match gives every part, where urlsplit and its
+# hostname/port/username properties parse the same URL six times (most of the cost at 1e6 links).
+_PLAIN = re.compile(
+    r"(https?)://([a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?)(?::([0-9]{1,5}))?"
+    r"(/[^?#\x00-\x20]*)?(?:\?([^#\x00-\x20]*))?(?:#[^\x00-\x20]*)?",
+    re.IGNORECASE,
+)
 
 
 def skip_reason(url: str) -> str | None:
@@ -83,6 +95,8 @@ def classify(url: str) -> tuple[str, str] | None:
     url = url.strip()
     if not url:
         return Reason.MALFORMED, "empty link"
+    if _plain(url) is not None:
+        return None
     scheme = _scheme(url)
     if scheme is None:
         return Reason.RELATIVE, "relative link with no site to fetch it from"
@@ -114,6 +128,9 @@ def normalize(url: str) -> str:
     """
     url = url.strip()
     try:
+        plain = _plain(url)
+        if plain is not None and plain[2].lower() not in _REDIRECTORS:
+            return _normalize_plain(plain)  # nearly every link: one regex match, no urlsplit
         for _ in range(3):  # a redirector may wrap another one
             inner = unwrap_redirect(url)
             if inner is None:
@@ -126,6 +143,9 @@ def normalize(url: str) -> str:
 
 def unwrap_redirect(url: str) -> str | None:
     """The destination of a known redirector link, or None."""
+    plain = _plain(url)
+    if plain is not None and plain[2].lower() not in _REDIRECTORS:
+        return None
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
@@ -179,7 +199,26 @@ def _scheme(url: str) -> str | None:
     return scheme
 
 
+def _plain(url: str) -> re.Match[str] | None:
+    """The parts of a plain http(s) URL (see `_PLAIN`), or None: urlsplit must judge it."""
+    plain = _PLAIN.fullmatch(url)
+    if plain is None or (plain[3] is not None and int(plain[3]) > 65535):
+        return None
+    return plain
+
+
+def _normalize_plain(plain: re.Match[str]) -> str:
+    """What `_normalize` makes of a plain URL, without urlsplit."""
+    scheme, host, port = plain[1].lower(), plain[2].lower(), plain[3]
+    netloc = host if port is None or int(port) == _DEFAULT_PORTS[scheme] else f"{host}:{int(port)}"
+    path, query = _path_and_query(host, plain[4] or "", plain[5] or "")
+    return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+
+
 def _normalize(url: str) -> str:
+    plain = _plain(url)
+    if plain is not None:
+        return _normalize_plain(plain)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in FETCHABLE_SCHEMES:
@@ -193,9 +232,13 @@ def _normalize(url: str) -> str:
     if parts.username is not None:
         userinfo = parts.username + (f":{parts.password}" if parts.password is not None else "")
         netloc = f"{userinfo}@{netloc}"
-    path = _upper_escapes(quote(_remove_dot_segments(parts.path) or "/", safe=_PATH_SAFE))
-    query = _clean_query(host, path, parts.query)
+    path, query = _path_and_query(host, parts.path, parts.query)
     return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def _path_and_query(host: str, path: str, query: str) -> tuple[str, str]:
+    path = _upper_escapes(_quote(_remove_dot_segments(path) or "/", _PATH_SAFE, _PATH_AS_IS))
+    return path, _clean_query(host, path, query)
 
 
 def _normalize_host(host: str) -> str:
@@ -209,41 +252,66 @@ def _normalize_host(host: str) -> str:
 
 
 def _clean_query(host: str, path: str, query: str) -> str:
-    pairs = [p for p in query.split("&") if p and p != "="]
+    if not query:
+        return ""
     weixin = host == "mp.weixin.qq.com" and (path == "/s" or path.startswith("/s/"))
     engine = _search_trackers(host, path)
     kept = []
-    for pair in pairs:
-        key = unquote_plus(pair.split("=", 1)[0]).lower()
+    for pair in query.split("&"):
+        if not pair or pair == "=":
+            continue
+        key = _param_name(pair.partition("=")[0]).lower()
         if weixin:  # /s/<id> needs nothing; /s?... needs exactly the article's four
             if path == "/s" and key in _WEIXIN_PARAMS:
                 kept.append(pair)
         elif engine is not None and engine.match(key):
             continue
-        elif key in _CONTENT_PARAMS:
+        elif not _is_tracker(key):
             kept.append(pair)
-        elif not (TRACKERS_RE.search(key) or _EXTRA_TRACKERS.match(key)):
-            kept.append(pair)
-    kept.sort(key=lambda pair: unquote_plus(pair.split("=", 1)[0]))
-    return _upper_escapes(quote("&".join(kept), safe=_QUERY_SAFE))
+    if len(kept) > 1:
+        kept.sort(key=lambda pair: _param_name(pair.partition("=")[0]))
+    return _upper_escapes(_quote("&".join(kept), _QUERY_SAFE, _QUERY_AS_IS))
+
+
+_param_name = lru_cache(maxsize=4096)(unquote_plus)  # seeds repeat the same few parameter names
+
+
+@lru_cache(maxsize=4096)
+def _is_tracker(key: str) -> bool:
+    """A (lower-cased) query parameter that only tracks the visitor."""
+    if key in _CONTENT_PARAMS:
+        return False
+    return bool(TRACKERS_RE.search(key) or _EXTRA_TRACKERS.match(key))
 
 
 def _search_trackers(host: str, path: str) -> re.Pattern[str] | None:
     """The tracking parameters of a search engine's result page at host/path, if it is one."""
-    for host_re, path_re, drop in _SEARCH_ENGINES_RE:
-        if host_re.fullmatch(host) and path_re.fullmatch(path):
+    for path_re, drop in _engines_at(host):
+        if path_re.fullmatch(path):
             return drop
     return None
 
 
+@lru_cache(maxsize=4096)  # seeds repeat the same few hosts
+def _engines_at(host: str) -> tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]:
+    return tuple((path_re, drop) for host_re, path_re, drop in _SEARCH_ENGINES_RE if host_re.fullmatch(host))
+
+
+def _quote(text: str, safe: str, as_is: re.Pattern[str]) -> str:
+    """quote(text, safe), skipped for the usual text it would not change."""
+    return text if as_is.fullmatch(text) else quote(text, safe=safe)
+
+
 def _upper_escapes(text: str) -> str:
+    if "%" not in text:
+        return text
     return _PERCENT.sub(lambda m: "%" + m[1].upper(), text)
 
 
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 5.2.4, so that /a/../b and /b are one page."""
-    if "." not in path:
-        return path
+    if "." not in path or (path.startswith("/") and "/." not in path):
+        return path  # no "." or ".." segment: unchanged
     output: list[str] = []
     for segment in path.split("/"):
         if segment == "..":

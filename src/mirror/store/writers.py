@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterable
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -16,6 +20,7 @@ from urllib.parse import urlsplit
 
 from .. import _fts
 from .._faults import crash_point
+from .._gc import gc_paused
 from .._types import COMMAND_LINE, CaptureKind, Exchange, Extraction, Link, PageResult, PageStatus, ResourceStatus
 from .folder import now
 from .queries import warc_values
@@ -42,66 +47,51 @@ class RowWriters:
     """The writes of an `Archive` (mixed into it)."""
 
     db: sqlite_utils.Database
+    conn: sqlite3.Connection
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
 
-        Idempotent: re-recording the same seeds changes nothing. A link that
-        left its seed loses its occurrence row; its page stays.
+        Idempotent: re-recording the same seeds changes nothing but the seeds'
+        `read_at`. A link that left its seed loses its occurrence row; its page stays.
+        Only link rows that changed are written, and only pages whose links changed
+        are updated: at 1e6 links, per-row work is all the time there is.
         """
         stamp = now()
-        pages = inventory.pages
-        with self.db.atomic():
-            removed = 0
-            by_seed: dict[str, set[tuple[int, int]]] = {seed: set() for seed in inventory.seeds}
-            for link in inventory.links:
-                by_seed.setdefault(link.seed, set()).add((link.line, link.col))
-            for seed in inventory.seeds:
-                if seed == COMMAND_LINE:
-                    continue
-                keep = by_seed[seed]
-                stale = [
-                    (row["line"], row["col"])
-                    for row in self.db.query("select line, col from links where seed = ?", [seed])
-                    if (row["line"], row["col"]) not in keep
-                ]
-                for line, col in stale:
-                    self.db.execute("delete from links where seed = ? and line = ? and col = ?", [seed, line, col])
-                removed += len(stale)
-                self.db["seeds"].upsert({"seed": seed, "links": len(keep), "read_at": stamp}, pk="seed")
-            # plain executemany: sqlite-utils' per-row work costs more than SQLite at 1e6 links
-            self.db.conn.executemany(
-                f"insert into links ({', '.join(_LINK_COLUMNS)}) values ({', '.join('?' for _ in _LINK_COLUMNS)}) "
-                "on conflict (seed, line, col) do update set "
-                + ", ".join(f"{c} = excluded.{c}" for c in _LINK_COLUMNS if c not in ("seed", "line", "col")),
-                map(_link_values, inventory.links),
-            )
-            known = {row[0] for row in self.db.execute("select url from pages")}
-            new_rows = [_page_row(url, links, stamp) for url, links in pages.items() if url not in known]
+        conn = self.conn
+        first: dict[str, Link] = {}  # each page's first link, in seed order
+        glued: dict[str, list[str]] = {}  # repairs of glued URLs, per page
+        for link in inventory.links:
+            first.setdefault(link.url, link)
+            if link.candidates:
+                seen = glued.setdefault(link.url, [])
+                seen.extend(c for c in link.candidates if c not in seen)
+        with gc_paused(), self.db.atomic():
+            removed, inserted, touched = _write_links(conn, inventory, stamp)
+            known = {row[0] for row in conn.execute("select url from pages")}
+            facets = _new_page_facets(inserted, known, touched)
+            json_array = _JsonArrays(conn)
             next_id = next_page_id(self.db)
-            for offset, row in enumerate(new_rows):
-                row["id"] = next_id + offset
-            if new_rows:
-                columns = list(new_rows[0])
-                self.db.conn.executemany(
-                    f"insert or ignore into pages ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
-                    (tuple(row.values()) for row in new_rows),
-                )
-            self.db.execute(
-                """update pages set
-                     seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
-                     sections = (select json_group_array(distinct section) from links
-                                 where links.url = pages.url and section is not null)"""
+            new_rows = []
+            for url, link in first.items():
+                if url not in known:
+                    seeds, sections = facets.get(url, (None, None))
+                    row = _page_row(url, link, glued.get(url), stamp)
+                    new_rows.append((*row, next_id + len(new_rows), json_array(seeds), json_array(sections)))
+            with _indexes_built_after(conn, "pages", len(new_rows)):
+                conn.executemany(_INSERT_PAGE, new_rows)
+            conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
+            # pages of an archive older than these columns (read from an index, not the large rows)
+            conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
+            conn.executemany(
+                "update pages set candidates = ?1 where url = ?2 and candidates is not ?1",
+                [(json.dumps(candidates), url) for url, candidates in glued.items() if url in known],
             )
-            for url in known.intersection(pages):
-                candidates = _candidates(pages[url])
-                if candidates:
-                    self.db["pages"].update(url, {"candidates": json.dumps(candidates)})
         return InventoryStats(
             links=len(inventory.links),
-            pages=len(pages),
+            pages=len(first),
             new_pages=len(new_rows),
-            skipped=sum(1 for links in pages.values() if links[0].skip_reason),
+            skipped=sum(1 for link in first.values() if link.skip_reason),
             removed_links=removed,
         )
 
@@ -255,37 +245,141 @@ def _insert_many(db: sqlite_utils.Database, table: str, rows: list[dict[str, obj
 
 _LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section")
 _link_values = operator.attrgetter(*_LINK_COLUMNS)  # a links row as a tuple, in that order
+_link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "seed", "line", "col")
+_INSERT_LINK = f"insert into links ({', '.join(_LINK_COLUMNS)}) values ({', '.join('?' for _ in _LINK_COLUMNS)})"
+_UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section = ? where seed = ? and line = ? and col = ?"
+_PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "first_seen", "id", "seeds", "sections")
+_INSERT_PAGE = f"insert or ignore into pages ({', '.join(_PAGE_COLUMNS)}) values ({', '.join('?' for _ in _PAGE_COLUMNS)})"
+# a page's seed files and sections, in the order their links were written (the links.url index's order)
+_SET_FACETS = """update pages set
+    seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
+    sections = (select json_group_array(distinct section) from links where links.url = pages.url and section is not null)"""
 
 
-def _page_row(url: str, links: list[Link], stamp: str) -> dict[str, object]:
-    # seeds classified every link already: only a skipped one needs its message
+def _write_links(conn: sqlite3.Connection, inventory: Inventory, stamp: str) -> tuple[int, list[Link], set[str]]:
+    """Bring the links rows of the seeds read up to `inventory`; returns how many were
+    removed, the links inserted and the pages whose other links changed."""
+    # one row per (seed, line, col): the last link written there wins, as an upsert would
+    final = {(link.seed, link.line, link.col): link for link in inventory.links}
+    existing = _link_rows(conn, dict.fromkeys([*inventory.seeds, *(key[0] for key in final)]))
+    read = set(inventory.seeds) - {COMMAND_LINE}  # command-line links stay until removed by hand
+    stale = [key for key in existing if key[0] in read and key not in final]
+    conn.executemany("delete from links where seed = ? and line = ? and col = ?", stale)
+    touched = {existing[key][0] for key in stale}
+    inserted, changed = [], []
+    for key, link in final.items():
+        old = existing.get(key)
+        if old is None:
+            inserted.append(link)
+        elif old != (link.url, link.url_as_written, link.title, link.section):
+            changed.append(link)
+            touched.update((old[0], link.url))
+    with _indexes_built_after(conn, "links", len(inserted)):
+        conn.executemany(_INSERT_LINK, map(_link_values, inserted))
+    conn.executemany(_UPDATE_LINK, map(_link_update_values, changed))
+    counts = Counter(key[0] for key in final)
+    conn.executemany(
+        "insert into seeds (seed, links, read_at) values (?, ?, ?) "
+        "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
+        [(seed, counts[seed], stamp) for seed in inventory.seeds if seed != COMMAND_LINE],
+    )
+    return len(stale), inserted, touched
+
+
+@contextmanager
+def _indexes_built_after(conn: sqlite3.Connection, table: str, adding: int) -> Iterator[None]:
+    """Build `table`'s own indexes after `adding` rows went in, when they outnumber those there.
+
+    Sorting once is cheaper than a random B-tree insert per row (a third of a fresh
+    inventory's time). In the caller's transaction: an error leaves the indexes as they were.
+    """
+    indexes = []
+    if adding >= 10_000 and adding > conn.execute(f"select coalesce(max(rowid), 0) from [{table}]").fetchone()[0]:
+        indexes = conn.execute(
+            "select name, sql from sqlite_master where type = 'index' and tbl_name = ? and sql is not null", [table]
+        ).fetchall()
+        for name, _ in indexes:
+            conn.execute(f"drop index [{name}]")
+    yield
+    for _, sql in indexes:
+        conn.execute(sql)
+
+
+def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[tuple[str, int, int], tuple]:
+    """(seed, line, col) -> (url, url_as_written, title, section) of the links recorded for `seeds`."""
+    rows = {}
+    for seed in seeds:
+        for line, col, *values in conn.execute(
+            "select line, col, url, url_as_written, title, section from links where seed = ?", [seed]
+        ):
+            rows[(seed, line, col)] = tuple(values)
+    return rows
+
+
+def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -> dict[str, tuple[tuple, tuple]]:
+    """`seeds` and `sections` of each new page, as `_SET_FACETS` would find them.
+
+    Its links rows are the ones just inserted, in this order, unless an older
+    row now points to it too: then it is left to `_SET_FACETS` (it is in `touched`).
+    Known pages that got a link are added to `touched`.
+    """
+    facets: dict[str, tuple[tuple, tuple]] = {}
+    for link in inserted:
+        url, seed, section = link.url, link.seed, link.section
+        if url in known:
+            touched.add(url)
+            continue
+        seeds, sections = facets.get(url, ((), ()))
+        if seed not in seeds:
+            seeds += (seed,)
+        if section is not None and section not in sections:
+            sections += (section,)
+        facets[url] = seeds, sections
+    for url in touched.intersection(facets):
+        facets[url] = None, None
+    return facets
+
+
+class _JsonArrays:
+    """JSON arrays spelled exactly as SQLite's json_group_array spells them, one query per distinct tuple."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.made: dict[tuple, str] = {}
+
+    def __call__(self, items: tuple | None) -> str | None:
+        if items is None:
+            return None
+        made = self.made.get(items)
+        if made is None:
+            made = self.made[items] = self.conn.execute(
+                "select json_group_array(value) from json_each(?)", [json.dumps(items)]
+            ).fetchone()[0]
+        return made
+
+
+def _page_row(url: str, first: Link, candidates: list[str] | None, stamp: str) -> tuple:
+    """url, host, status, error, error_message, candidates, first_seen of a new page."""
+    glued = json.dumps(candidates) if candidates else None
     problem = None
-    if links[0].skip_reason:
+    if first.skip_reason:  # seeds classified every link already: only a skipped one needs its message
         from ..urls import classify  # (courlan: not loaded for search and show)
 
-        problem = classify(links[0].url_as_written)
-    candidates = _candidates(links)
-    return {
-        "url": url,
-        "host": _host(url) if not problem else None,
-        "status": PageStatus.SKIPPED if problem else PageStatus.PENDING,
-        "error": problem[0] if problem else None,
-        "error_message": problem[1] if problem else None,
-        "candidates": json.dumps(candidates) if candidates else None,
-        "first_seen": stamp,
-    }
+        problem = classify(first.url_as_written)
+    if problem is None:
+        return url, _host(url), PageStatus.PENDING, None, None, glued, stamp
+    return url, None, PageStatus.SKIPPED, problem[0], problem[1], glued, stamp
+
+
+_PLAIN_HOST = re.compile(r"https?://([a-z0-9.\-]+)(?::[0-9]*)?(?=[/?#]|\Z)")  # as `normalize` writes most URLs
 
 
 def _host(url: str) -> str | None:
-    """urlsplit(url).hostname, with a fast path for the plain `scheme://host[:port]/…` of a normalized URL."""
+    """urlsplit(url).hostname, with fast paths for the plain `scheme://host[:port]/…` of a normalized URL."""
+    plain = _PLAIN_HOST.match(url)
+    if plain is not None:
+        return plain[1]
     netloc = url.partition("://")[2].partition("/")[0].partition("?")[0].partition("#")[0]
     if not netloc or "@" in netloc or "[" in netloc or "%" in netloc:
         return urlsplit(url).hostname
     return netloc.partition(":")[0].lower() or None
-
-
-def _candidates(links: list[Link]) -> list[str]:
-    seen: list[str] = []
-    for link in links:
-        seen.extend(c for c in link.candidates if c not in seen)
-    return seen
