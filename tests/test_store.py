@@ -180,3 +180,24 @@ def test_a_large_inventory_leaves_the_same_indexes(tmp_path):
         assert archive.conn.execute("pragma integrity_check").fetchall() == [("ok",)]
         assert archive.conn.execute("select count(*) from links where url = 'https://example.com/p/11999'").fetchone() == (1,)
         assert archive.conn.execute("select min(id), max(id), count(distinct id) from pages").fetchone() == (1, 12_000, 12_000)
+
+
+def test_an_archive_of_the_first_schema_loses_the_redundant_status_index(tmp_path):
+    from mirror.store.schema import SCHEMA_VERSION
+
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(read_seeds([SEEDS]))
+    db = tmp_path / "archive" / "mirror.db"
+    with sqlite3.connect(db) as conn:  # as the first schema left it
+        conn.execute('create index "idx_pages_status" on "pages" ("status")')
+        conn.execute("pragma user_version = 1")
+    conn.close()
+    with Archive(tmp_path / "archive"):
+        pass
+    conn = sqlite3.connect(db)
+    indexes = {row[0] for row in conn.execute("select name from sqlite_master where type = 'index'")}
+    assert "idx_pages_status" not in indexes and "idx_pages_status_fetched_at" in indexes
+    assert conn.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    plan = " ".join(row[3] for row in conn.execute("explain query plan select url from pages where status = 'pending'"))
+    assert "idx_pages_status_fetched_at" in plan  # the status queries still use an index
+    conn.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import lru_cache
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -170,8 +171,12 @@ def parse_text(text: str, seed: str) -> list[Link]:
     """Links in a plain-text or Markdown seed, with their titles and sections."""
     lines = text.splitlines()
     start = _front_matter_end(lines)
-    kinds = [_kind(line) if i >= start else "meta" for i, line in enumerate(lines)]
-    found = [_find_links(line) if kinds[i] in ("url", "inline") else [] for i, line in enumerate(lines)]
+    kinds: list[str] = []
+    found: list[list[_Found]] = []
+    for i, line in enumerate(lines):  # one pass: _find_links asks _whole_url about the line _kind just did
+        kind = _kind(line) if i >= start else "meta"
+        kinds.append(kind)
+        found.append(_find_links(line) if kind in ("url", "inline") else [])
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
@@ -223,7 +228,7 @@ def _kind(line: str) -> str:
     stripped = line.strip()
     if not stripped:
         return "blank"
-    if ":" in stripped and _URL.fullmatch(stripped):
+    if ":" in stripped and _whole_url(stripped):
         return "url"  # the commonest line, in one match
     has_url = ":" in line and _URL.search(line)
     if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
@@ -281,6 +286,12 @@ class _Spans:
         self.pending = []
 
 
+@lru_cache(maxsize=16)  # _kind() and _find_links() ask in turn about the same line
+def _whole_url(stripped: str) -> bool:
+    """The (stripped) line is one URL and nothing else: the commonest line."""
+    return _URL.fullmatch(stripped) is not None
+
+
 def _may_link(line: str) -> bool:
     """Cheap test before the costly patterns: every link form holds one of these."""
     return "." in line or "](" in line or "<" in line
@@ -288,7 +299,7 @@ def _may_link(line: str) -> bool:
 
 def _find_links(line: str) -> list[_Found]:
     stripped = line.strip()
-    if "](" not in line and ":" in stripped and _URL.fullmatch(stripped):
+    if "](" not in line and ":" in stripped and _whole_url(stripped):
         # a line that is one URL (the commonest): what the passes below would find, in one match
         start = len(line) - len(line.lstrip())
         written = _trim_url(stripped)
@@ -337,11 +348,13 @@ def _trim_url(url: str) -> str:
     """Drop punctuation that ends the sentence rather than the URL."""
     if url[-1:] not in _TRAILING_OR_CLOSING:
         return url
-    balance = {close: url.count(close) - url.count(opening) for close, opening in _OPENING.items()}
+    balance = None  # counted once, when a closing bracket is met (most trailing marks are not)
     end = len(url)
-    while end and url[end - 1] in _TRAILING + ")]}":
+    while end and url[end - 1] in _TRAILING_OR_CLOSING:
         last = url[end - 1]
         if last in _OPENING:
+            if balance is None:
+                balance = {close: url.count(close) - url.count(opening) for close, opening in _OPENING.items()}
             if balance[last] <= 0:  # closes a bracket the URL opened: part of it
                 break
             balance[last] -= 1

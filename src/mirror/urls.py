@@ -199,6 +199,7 @@ def _scheme(url: str) -> str | None:
     return scheme
 
 
+@lru_cache(maxsize=16)  # classify() and normalize() ask in turn about the same link
 def _plain(url: str) -> re.Match[str] | None:
     """The parts of a plain http(s) URL (see `_PLAIN`), or None: urlsplit must judge it."""
     plain = _PLAIN.fullmatch(url)
