@@ -23,7 +23,13 @@ class Measured:
 
 
 def measure(command: list[str], on_start=None, **popen) -> Measured:
-    """`on_start(pid)` is called once the process runs (to watch it meanwhile)."""
+    """`on_start(pid)` is called once the process runs (to watch it meanwhile).
+
+    Descendants whose parent ended before them (chromium's processes when Playwright's driver
+    exits first) would be reaped by init, their CPU lost to "the rest of the machine": this
+    process becomes their subreaper, and their CPU is counted with the command's.
+    """
+    _become_subreaper()
     start = time.monotonic()
     process = subprocess.Popen(command, **popen)
     if on_start:
@@ -31,7 +37,25 @@ def measure(command: list[str], on_start=None, **popen) -> Measured:
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - start
-    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode)
+    cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    while True:  # orphans of the command that ended meanwhile, now ours
+        try:
+            pid, _, orphan = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if not pid:
+            break
+        cpu += orphan.ru_utime + orphan.ru_stime
+    return Measured(wall, cpu, peak, process.returncode)
+
+
+def _become_subreaper() -> None:
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    PR_SET_CHILD_SUBREAPER = 36
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def machine() -> str:

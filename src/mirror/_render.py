@@ -50,7 +50,7 @@ QUIET = 0.5  # seconds without a request or a DOM change: the page has settled
 LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) no longer holds the page up
 POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
-MEMORY_MB = 900.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this
+MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
 
 
