@@ -193,7 +193,8 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
 def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
     """The index values come from the extraction worker; they are exactly what the writer
     makes from the stored row, so a page fetched and a page re-indexed are found alike."""
-    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS, index_values
+    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS
+    from mirror._segment import index_values
 
     body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
     extraction = extract(body, "http://127.0.0.1/a", "text/html")

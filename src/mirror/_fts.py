@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._segment import BARRIER, CJK, CJK_CLASS, ZWSP, bigrams, desegment, index_values, segment
+from ._segment import index_values
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = [
-    "BARRIER", "CJK", "CJK_CLASS", "FTS_COLUMNS", "FTS_TABLE", "INDEX_COLUMNS", "ZWSP",
-    "bigrams", "desegment", "ensure_index", "index_insert", "index_values", "segment",
-]
+__all__ = ["FTS_COLUMNS", "FTS_TABLE", "INDEX_COLUMNS", "ensure_index", "index_insert"]
 
 FTS_TABLE = "pages_fts"
 FTS_COLUMNS = ("title", "text", "author", "sitename")  # the pages columns searched

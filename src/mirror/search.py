@@ -25,19 +25,9 @@ from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
-from ._fts import (  # the index's layout, re-exported: search is its public face
-    BARRIER,
-    CJK,
-    CJK_CLASS,
-    FTS_COLUMNS,
-    FTS_TABLE,
-    ZWSP,
-    bigrams,
-    desegment,
-    ensure_index,
-    index_insert,
-    segment,
-)
+# the index's layout and its CJK segmentation, re-exported: search is their public face
+from ._fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
+from ._segment import BARRIER, CJK, CJK_CLASS, ZWSP, bigrams, desegment, segment
 
 if TYPE_CHECKING:
     import sqlite_utils

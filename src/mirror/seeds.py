@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from functools import lru_cache
 import zlib
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from . import urls

@@ -150,15 +150,15 @@ def _baseline(db: sqlite_utils.Database) -> None:
         reindex_rows(db)
 
 
-# Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
-# layout, edit the column lists above and append a step (`_baseline` again will do for
-# new columns and indexes).
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
     db.execute("drop index if exists idx_pages_status")
 
 
+# Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
+# layout, edit the column lists above and append a step (`_baseline` again will do for
+# new columns and indexes).
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index]
 SCHEMA_VERSION = len(MIGRATIONS)
 
