@@ -25,7 +25,7 @@ RANKS = {
     # fetch/warc: HTTP, the browser driver and WARC records
     "warc": 2, "_client": 2, "_render": 2,
     # extract: articles from captures, and the processes that run it
-    "extract": 3, "_markdown": 3, "_pool": 3, "_xpath_prefilter": 3,
+    "extract": 3, "_markdown": 3, "_pool": 3, "_xpath_prefilter": 3, "_css": 3,
     # store: the archive folder and its database (and the search index's layout, which it writes)
     "store": 4, "_fts": 4,
     # pipeline: runs that drive fetch + extract + store

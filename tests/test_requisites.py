@@ -11,7 +11,7 @@ import pytest
 from datasette.app import Datasette
 
 from mirror.plugin._origin import resource_key
-from mirror.requisites import css_references, page_requisites, rewrite_css
+from mirror._css import css_references, page_requisites, rewrite_css
 from mirror.store import Archive
 
 from .test_fetch import fetch_urls

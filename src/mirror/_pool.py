@@ -40,9 +40,9 @@ def _exit_with(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
-def safe_extract(archive_dir: str, location: WarcLocation, url: str) -> Extraction:
+def safe_extract(archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False) -> Extraction:
     """Extraction never takes the run down: a failure is a page without text."""
     try:
-        return extract_capture(archive_dir, location, url)
+        return extract_capture(archive_dir, location, url, stylesheets)
     except Exception as exc:  # noqa: BLE001
         return Extraction(status=PageStatus.NO_TEXT, kind="other", description=f"extraction failed: {type(exc).__name__}: {exc}")

@@ -207,11 +207,14 @@ class Extraction:
     # the search index's values for it (`mirror._segment.index_values`), made in the
     # extraction worker so that the process writing the database only inserts them
     search_index: tuple[str, ...] | None = None
+    # the stylesheets the page links and the URLs its inline CSS loads, found on the tree
+    # extraction parses anyway (when asked for: fetch captures them, not stored here)
+    stylesheets: list[str] = field(default_factory=list)
 
     def as_row(self) -> dict:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
-        del row["search_index"]
+        del row["search_index"], row["stylesheets"]
         return row
 
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ._charset import legacy_chinese
+from ._css import tree_requisites
 from ._markdown import mark_images, render_article, serialize
 from ._segment import index_values
 from ._sniff import sniff
@@ -116,13 +117,15 @@ def _guard_regex_tests() -> None:
 _guard_regex_tests()
 
 
-def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str) -> Extraction:
+def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str, stylesheets: bool = False) -> Extraction:
     """Extract the response record at `location` (what a pool worker runs)."""
     headers, body = read_payload(Path(archive_dir), location)
-    return extract(body, url, headers.get_header("Content-Type"))
+    return extract(body, url, headers.get_header("Content-Type"), stylesheets)
 
 
-def extract(body: bytes, url: str, content_type: str | None = None) -> Extraction:
+def extract(body: bytes, url: str, content_type: str | None = None, stylesheets: bool = False) -> Extraction:
+    """The article in a capture; with `stylesheets`, also what an HTML page's CSS needs
+    fetched (`Extraction.stylesheets`), from the same parse."""
     kind = sniff(body, content_type)
     if kind == "pdf":
         return _extract_pdf(body)
@@ -130,7 +133,7 @@ def extract(body: bytes, url: str, content_type: str | None = None) -> Extractio
         text = decode_html(body, content_type).strip()
         return _finish(Extraction(status=PageStatus.ARCHIVED, kind="text", text=text, markdown=text))
     if kind == "html":
-        return _extract_html(body, url, content_type)
+        return _extract_html(body, url, content_type, stylesheets)
     return Extraction(status=PageStatus.NO_TEXT, kind="other")
 
 
@@ -177,7 +180,7 @@ def count_words(text: str) -> int:
     return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
 
 
-def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction:
+def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: bool = False) -> Extraction:
     """`text`, `markdown` and metadata from one trafilatura pass: its default content
     choice (tables, comments, fallback extractors) with links and formatting kept.
 
@@ -195,6 +198,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
     html = decode_html(body, content_type)
     tree = load_html(html)
     document = meta = None
+    requisites = tree_requisites(tree, url) if stylesheets and tree is not None else []  # before extraction alters it
     if tree is not None:
         options = _options()
         with page_attributes(tree):
@@ -216,6 +220,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
             description=getattr(meta, "description", None),
             sitename=getattr(meta, "sitename", None),
             language=_language(html, ""),
+            stylesheets=requisites,
         )
     text, markdown, images = render_article(document.body, document.commentsbody, marked, url)
     document = meta if meta is not None else Document()
@@ -233,6 +238,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None) -> Extraction
         text=text,
         markdown=markdown,
         images=images,
+        stylesheets=requisites,
     )
     return _finish(result)
 

@@ -190,7 +190,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
     archived_images = archive.archived_resource_urls() if options.images else set()
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
-        return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url)
+        return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url, options.images)
 
     async def one(page: PageToFetch) -> None:
         try:
@@ -226,9 +226,9 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             on_page(result, summary)
         if options.images and article is not None and article.status == PageStatus.ARCHIVED:
             # in a task of its own: a page's status never waits for its images
-            image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, result.final)))
+            image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, article.stylesheets)))
 
-    async def images(url: str, final_url: str, found: list[str], capture: Exchange | None = None) -> None:
+    async def images(url: str, final_url: str, found: list[str], stylesheets: list[str] | None = None) -> None:
         fetched: dict[str, Exchange] = {}  # this page's resources, recorded together at the end
         try:
             reach = await _page_reach(client, final_url, options)
@@ -244,11 +244,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
                 return requisites.css_text(archive.path, exchange.location, exchange.content_type, css) if exchange.ok else None
 
             await fetch(found)
-            if capture is not None:  # stylesheets and what they load, so the snapshot looks like the page
-                first = await loop.run_in_executor(
-                    pool, requisites.capture_requisites, str(archive.path), capture.location, capture.content_type, capture.final_url
-                )
-                await requisites.capture(first, fetch, stylesheet)
+            if stylesheets:  # and what they load, so that the snapshot looks like the page
+                await requisites.capture(stylesheets, fetch, stylesheet)
         except (asyncio.CancelledError, OSError, sqlite3.Error):
             raise
         except Exception:  # noqa: BLE001 - images are best effort; the page is saved

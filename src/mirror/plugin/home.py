@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from datasette import Response
 
 from .._types import PageStatus
-from ..requisites import web_url
+from .._css import web_url
 from ._common import _archive, _views, reader_csp
 from .screenshots import screenshot_urls
 

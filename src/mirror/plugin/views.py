@@ -16,7 +16,7 @@ from datasette import Response
 from markdown_it import MarkdownIt
 
 from ..extract import decode_html
-from ..requisites import MAX_CSS_BYTES
+from .._css import MAX_CSS_BYTES
 from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
