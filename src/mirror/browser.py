@@ -30,7 +30,7 @@ from ._client import HostGate, Reach
 from ._faults import crash_point
 from ._render import Rendered, Renderer, memory_limit_mb
 from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
-from .extract import extract_capture
+from ._pool import run_extraction
 from .store import Archive, now
 from .store.queries import warc_location, warc_values
 
@@ -197,7 +197,7 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
             values |= {"render_error": RenderError.BLOCKED, "render_note": _join(rendered.notes, f"still blocked after rendering: {still}")}
         else:
             try:
-                article = await loop.run_in_executor(pool, extract_capture, str(archive.path), dom, rendered.final_url)
+                article = await loop.run_in_executor(pool, run_extraction, str(archive.path), dom, rendered.final_url)
             except Exception as exc:  # noqa: BLE001 - a failed extraction keeps the HTTP outcome
                 values["render_note"] = _join(rendered.notes, f"extraction of the rendered page failed: {exc}")
     wins = article is not None and (
