@@ -39,6 +39,7 @@ class _PageValues:
         self.tree = tree
         self.values: dict[str, list[str]] = {}
         self.answers: dict[tuple, bool] = {}
+        self.variants: dict[int, object] = {}  # id(PageGuardedXPath) -> the expression to run on this page
 
     def can_match(self, attributes: tuple[str, ...], pattern: str, flags: str) -> bool:
         key = (attributes, pattern, flags)
@@ -104,10 +105,13 @@ class PageGuardedXPath:
         page = _page.get()
         if page is None:
             return self.original(tree, **variables)
-        key = tuple(page.can_match(attributes, pattern, flags) for attributes, pattern, flags, _ in self.sites)
-        variant = self.variants.get(key)
+        variant = page.variants.get(id(self))
         if variant is None:
-            variant = self.variants[key] = self._variant(key)
+            key = tuple(page.can_match(attributes, pattern, flags) for attributes, pattern, flags, _ in self.sites)
+            variant = self.variants.get(key)
+            if variant is None:
+                variant = self.variants[key] = self._variant(key)
+            page.variants[id(self)] = variant
         return variant(tree, **variables)
 
     def _variant(self, key: tuple[bool, ...]):
