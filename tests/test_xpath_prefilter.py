@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
+import re
 
 import pytest
 from lxml import html
@@ -90,3 +92,22 @@ def test_articles_are_the_same_with_and_without(monkeypatch):
             patch.setattr(mirror.extract, "page_attributes", lambda tree: contextlib.nullcontext())
             original = mirror.extract.extract(body, "http://127.0.0.1/page.html", "text/html")
         assert dataclasses.asdict(guarded) == dataclasses.asdict(original)
+
+
+def test_joined_values_never_miss_a_match():
+    """Searching the joined values may find more than value by value (then the re:test is
+    simply kept), never less: checked for every pattern trafilatura uses, on random values
+    made of the patterns' own pieces, spaces and line breaks."""
+    rng = random.Random(11)
+    sites = {(site[1], site[2]) for expression in _guarded_expressions() for site in expression.sites}
+    pieces = ["author", "comment", "s", "-", "_", " ", "\n", "meta", "hide", "x", "Tag", "link", "bottom", "cookie", "post"]
+    for pattern, flags in sorted(sites):
+        regex, _ = _xpath_prefilter._compiled(pattern, "i" in flags)
+        plain = re.compile(pattern, re.I if "i" in flags else 0)
+        for _ in range(200):
+            values = ["".join(rng.choices(pieces, k=rng.randint(0, 4))) for _ in range(rng.randint(0, 3))]
+            page = _xpath_prefilter._PageValues(None)
+            page.values["class"] = values
+            truth = any(plain.search(value) for value in ["", *values])
+            if truth:
+                assert page.can_match(("class",), pattern, flags), (pattern, values)
