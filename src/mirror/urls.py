@@ -20,6 +20,7 @@ __all__ = [
     "classify",
     "glue_candidates",
     "normalize",
+    "normalize_plain",
     "skip_reason",
     "unwrap_redirect",
 ]
@@ -139,6 +140,18 @@ def normalize(url: str) -> str:
         return _normalize(url)
     except (ValueError, UnicodeError):
         return url
+
+
+def normalize_plain(url: str) -> str | None:
+    """`normalize(url)` of a plain fetchable URL (see `_PLAIN`), or None: ask `skip_reason`
+    and `normalize`. Nearly every seed link, in one match instead of their several steps."""
+    plain = _PLAIN.fullmatch(url)
+    if plain is None or (plain[3] is not None and int(plain[3]) > 65535) or plain[2].lower() in _REDIRECTORS:
+        return None
+    try:
+        return _normalize_plain(plain)
+    except (ValueError, UnicodeError):
+        return None
 
 
 def unwrap_redirect(url: str) -> str | None:
