@@ -174,23 +174,23 @@ def parse_text(text: str, seed: str) -> list[Link]:
     start = _front_matter_end(lines)
     kinds: list[str] = []
     found: list[list[_Found]] = []
+    none: list[_Found] = []  # (shared: never appended to)
     for i, line in enumerate(lines):  # one pass: _find_links asks _whole_url about the line _kind just did
         kind = _kind(line) if i >= start else "meta"
         kinds.append(kind)
-        found.append(_find_links(line) if kind in ("url", "inline") else [])
+        found.append(_find_links(line) if kind in ("url", "inline") else none)
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
     section: str | None = None
-    for i, line in enumerate(lines):
-        kind = kinds[i]
+    for i, (line, kind, hits) in enumerate(zip(lines, kinds, found, strict=True)):
         if kind == "heading":
             section = _clean_title(_HEADING.match(line)[2])
         elif kind == "label":
             section = _label_text(line)
         elif kind == "text" and i not in consumed and _is_plain_heading(lines, kinds, i):
             section = _clean_title(line)
-        for hit in found[i]:
+        for hit in hits:
             title = hit.title if kind == "inline" else (hit.title or titles.get(i))
             links.append(_make_link(hit, seed, i + 1, title, section))
     return links
@@ -329,7 +329,8 @@ def _find_links(line: str) -> list[_Found]:
         start = len(line) - len(line.lstrip())
         written = _trim_url(stripped)
         hits = [_Found(start, start + len(written), written, None)]
-        hits[0].title = _inline_title(line, hits, 0)
+        if len(written) < len(line):  # (else no text beside it)
+            hits[0].title = _inline_title(line, hits, 0)
         return hits
     hits = []
     taken = _Spans()

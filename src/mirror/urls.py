@@ -270,6 +270,8 @@ def _clean_query(host: str, path: str, query: str) -> str:
         return ""
     weixin = host == "mp.weixin.qq.com" and (path == "/s" or path.startswith("/s/"))
     engine = _search_trackers(host, path)
+    if not weixin and engine is None:
+        return _clean_plain_query(query)
     kept = []
     for pair in query.split("&"):
         if not pair or pair == "=":
@@ -282,6 +284,17 @@ def _clean_query(host: str, path: str, query: str) -> str:
             continue
         elif not _is_tracker(key):
             kept.append(pair)
+    return _joined_query(kept)
+
+
+@lru_cache(maxsize=4096)  # seeds repeat the same queries (?utm_source=rss, ?share=1)
+def _clean_plain_query(query: str) -> str:
+    """`_clean_query` of a page that is neither a WeChat article nor a search result."""
+    return _joined_query([p for p in query.split("&") if p and p != "=" and not _is_tracker(_param_name(p.partition("=")[0]).lower())])
+
+
+def _joined_query(kept: list[str]) -> str:
+    """The parameters kept, sorted by name, as a query string."""
     if len(kept) > 1:
         kept.sort(key=lambda pair: _param_name(pair.partition("=")[0]))
     return _upper_escapes(_quote("&".join(kept), _QUERY_SAFE, _QUERY_AS_IS))
