@@ -61,17 +61,13 @@ class RowWriters:
         """
         stamp = now()
         conn = self.conn
-        first: dict[str, Link] = {}  # each page's first link, in seed order
-        glued: dict[str, list[str]] = {}  # repairs of glued URLs, per page
-        for link in inventory.links:
-            first.setdefault(link.url, link)
-            if link.candidates:
-                seen = glued.setdefault(link.url, [])
-                seen.extend(c for c in link.candidates if c not in seen)
         with gc_paused(), self.db.atomic():
             diff = _diff_links(conn, inventory)
             inserted, touched = diff.inserted, diff.touched
             known = {row[0] for row in conn.execute("select url from pages")}
+            first: dict[str, Link] = {}  # each page's first link, in seed order
+            for link in inventory.links:
+                first.setdefault(link.url, link)
             new_urls = [url for url in first if url not in known]
             next_id = next_page_id(self.db)
             # the rows go in on a second thread (SQLite) while this one builds the next (Python);
@@ -83,6 +79,7 @@ class RowWriters:
                     bulk.insert("insert", "links", _LINK_COLUMNS[1:], map(_link_values, links), {"seed": seed})
                 for sql in links_indexes:
                     bulk.execute(sql)
+                glued = _glued_candidates(inventory.links)
                 facets = _new_page_facets(inserted, known, touched)
                 for size, rows in groupby(_page_rows(new_urls, first, glued, facets, next_id), key=len):
                     if size == len(_PLAIN_PAGE_COLUMNS):
@@ -379,6 +376,16 @@ class _JsonArrays(dict):
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _glued_candidates(links: list[Link]) -> dict[str, list[str]]:
+    """The repairs of glued URLs of each page, in the order its links list them."""
+    glued: dict[str, list[str]] = {}
+    for link in links:
+        if link.candidates:
+            seen = glued.setdefault(link.url, [])
+            seen.extend(c for c in link.candidates if c not in seen)
+    return glued
 
 
 def _page_rows(
