@@ -8,6 +8,7 @@ exports. Every link found becomes a `Link` carrying where it came from.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import zlib
 from dataclasses import dataclass, field, replace
@@ -343,13 +344,15 @@ def _find_links(line: str) -> list[_Found]:
             hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(_TAG.sub("", m[2])) or None))
             taken.take(m.start(), m.end())
     taken.commit()
+    free, take = taken.free, taken.take  # (per URL of a line that may hold a million)
     for m in _URL.finditer(line) if ":" in line else ():
-        if not taken.free(m.start(), m.end()):
+        start, end = m.span()
+        if not free(start, end):
             continue
         written = _trim_url(m[0])
-        glued = m.start() > 0 and line[m.start() - 1].isalnum()
-        hits.append(_Found(m.start(), m.start() + len(written), written, None, glued))
-        taken.take(m.start(), m.start() + len(written))
+        end = start + len(written)
+        hits.append(_Found(start, end, written, None, start > 0 and line[start - 1].isalnum()))
+        take(start, end)
     taken.commit()
     for m in _BARE_DOMAIN.finditer(line) if "." in taken.outside(line) else ():
         if not taken.free(m.start(), m.end()):
@@ -359,13 +362,14 @@ def _find_links(line: str) -> list[_Found]:
         hits.append(_Found(start, start + len(written), written, None))
         taken.take(m.start(), m.end())
     if len(hits) > 1:
-        hits.sort(key=lambda h: h.start)
+        hits.sort(key=_start_of)
     for i, hit in enumerate(hits):
         if hit.title is None:
             hit.title = _inline_title(line, hits, i)
     return hits
 
 
+_start_of = operator.attrgetter("start")
 _OPENING = {")": "(", "]": "[", "}": "{"}
 _TRAILING_OR_CLOSING = frozenset(_TRAILING + ")]}")
 
@@ -452,10 +456,11 @@ def _neighbour_titles(lines: list[str], kinds: list[str]) -> tuple[dict[int, str
     we count both patterns and follow the more common one.
     """
     n = len(lines)
-    before = {i: i - 1 for i in range(1, n) if kinds[i] == "url" and kinds[i - 1] == "text"}
+    url_lines = [i for i, kind in enumerate(kinds) if kind == "url"]
+    before = {i: i - 1 for i in url_lines if i and kinds[i - 1] == "text"}
     after: dict[int, int] = {}
-    for i in range(n):
-        if kinds[i] != "url" or i in before:
+    for i in url_lines:
+        if i in before:
             continue
         j = i + 1 if i + 1 < n and kinds[i + 1] != "blank" else i + 2
         if j < n and kinds[j] == "text" and not (j + 1 < n and kinds[j + 1] == "url"):
