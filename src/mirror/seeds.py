@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import urls
+from ._child_call import ChildCall
 from ._gc import gc_paused
 from ._types import COMMAND_LINE, Link
 
@@ -167,19 +168,17 @@ class _Found:
     written: str
     title: str | None
     glued: bool = False  # stuck to the word before it: its end may be glued too
+    target: tuple | None = None  # what _target() returns, when a child process worked it out
 
 
 def parse_text(text: str, seed: str) -> list[Link]:
     """Links in a plain-text or Markdown seed, with their titles and sections."""
     lines = text.splitlines()
     start = _front_matter_end(lines)
-    kinds: list[str] = []
-    found: list[list[_Found]] = []
-    none: list[_Found] = []  # (shared: never appended to)
-    for i, line in enumerate(lines):  # one pass: _find_links asks _whole_url about the line _kind just did
-        kind = _kind(line) if i >= start else "meta"
-        kinds.append(kind)
-        found.append(_find_links(line) if kind in ("url", "inline") else none)
+    if len(lines) >= _SPLIT_LINES:
+        kinds, found = _lines_on_two_cores(lines, start)
+    else:
+        kinds, found = _read_lines(lines, start)
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
@@ -197,27 +196,69 @@ def parse_text(text: str, seed: str) -> list[Link]:
     return links
 
 
+_SPLIT_LINES = 200_000  # a seed this long has its lines read on two cores
+
+
+def _read_lines(lines: list[str], start: int, offset: int = 0) -> tuple[list[str], list[list[_Found]]]:
+    """Each line's kind and the links on it (lines before `start` are front matter)."""
+    kinds: list[str] = []
+    found: list[list[_Found]] = []
+    none: list[_Found] = []  # (shared: never appended to)
+    for i, line in enumerate(lines, offset):  # one pass: _find_links asks _whole_url about the line _kind just did
+        kind = _kind(line) if i >= start else "meta"
+        kinds.append(kind)
+        found.append(_find_links(line) if kind in ("url", "inline") else none)
+    return kinds, found
+
+
+def _lines_on_two_cores(lines: list[str], start: int) -> tuple[list[str], list[list[_Found]]]:
+    """`_read_lines` and each link's `_target`, the second half in a child process meanwhile.
+
+    Lines are independent of each other here (titles and sections come later, from all of
+    them), so the halves put together are what one pass finds. Without the child's answer,
+    this process reads the second half too.
+    """
+    half = len(lines) * 11 // 20  # the child starts a Python first: a little less for it
+    # splitlines() left no "\n" inside a line: joined with it, the half splits back exactly
+    with ChildCall("mirror.seeds", "_read_lines_for_parent", "\n".join(lines[half:]), start, half) as child:
+        kinds, found = _read_lines(lines[:half], start)
+        for hits in found:  # as the child does for its half
+            for hit in hits:
+                hit.target = _target(hit)
+        answer = child.result()
+    if answer is None:
+        more_kinds, more_found = _read_lines(lines[half:], start, half)
+    else:
+        more_kinds, rows = answer
+        none: list[_Found] = []
+        more_found = [[_Found(*hit) for hit in hits] if hits else none for hits in rows]
+    return kinds + more_kinds, found + more_found
+
+
+def _read_lines_for_parent(text: str, start: int, offset: int) -> tuple[list[str], list[list[tuple] | None]]:
+    """(In the child process.) `_read_lines` of the lines of `text`, each link as a tuple with its `_target`."""
+    kinds, found = _read_lines(text.split("\n"), start, offset)
+    return kinds, [[(h.start, h.end, h.written, h.title, h.glued, _target(h)) for h in hits] if hits else None for hits in found]
+
+
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
+    url, reason, candidates = hit.target or _target(hit)
+    return _link(url, hit.written, seed, line, hit.start + 1, title or None, section, reason, candidates)
+
+
+def _target(hit: _Found) -> tuple[str, str | None, tuple[str, ...]]:
+    """The link's page (normalized URL), why it is skipped and its glued-URL repairs:
+    what the text around it does not change."""
     written = hit.written
     url = None if hit.glued else urls.normalize_plain(written)
     if url is not None:  # nearly every link: fetchable, no glued repairs to try
-        return _link(url, written, seed, line, hit.start + 1, title or None, section, None, ())
+        return url, None, ()
     target = written
     if "://" not in written and _BARE_DOMAIN.fullmatch(written) and urls.skip_reason(written):
         target = "https://" + written  # scheme-less domain: the web's default today
     reason = urls.skip_reason(target)
     candidates = urls.glue_candidates(target) if hit.glued and not reason else ()
-    return _link(
-        target if reason else urls.normalize(target),
-        written,
-        seed,
-        line,
-        hit.start + 1,
-        title or None,
-        section,
-        reason,
-        tuple(map(urls.normalize, candidates)) if candidates else (),
-    )
+    return target if reason else urls.normalize(target), reason, tuple(map(urls.normalize, candidates)) if candidates else ()
 
 
 _new_object, _set_attribute = object.__new__, object.__setattr__
