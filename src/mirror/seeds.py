@@ -238,7 +238,8 @@ def _lines_on_two_cores(lines: list[str], start: int) -> tuple[list[str], list[l
 def _read_lines_for_parent(text: str, start: int, offset: int) -> tuple[list[str], list[list[tuple] | None]]:
     """(In the child process.) `_read_lines` of the lines of `text`, each link as a tuple with its `_target`."""
     kinds, found = _read_lines(text.split("\n"), start, offset)
-    return kinds, [[(h.start, h.end, h.written, h.title, h.glued, _target(h)) for h in hits] if hits else None for hits in found]
+    rows = [[(h.start, h.end, h.written, h.title, h.glued, _target(h)) for h in hits] if hits else None for hits in found]
+    return kinds, rows
 
 
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:

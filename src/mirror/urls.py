@@ -290,7 +290,8 @@ def _clean_query(host: str, path: str, query: str) -> str:
 @lru_cache(maxsize=4096)  # seeds repeat the same queries (?utm_source=rss, ?share=1)
 def _clean_plain_query(query: str) -> str:
     """`_clean_query` of a page that is neither a WeChat article nor a search result."""
-    return _joined_query([p for p in query.split("&") if p and p != "=" and not _is_tracker(_param_name(p.partition("=")[0]).lower())])
+    pairs = [pair for pair in query.split("&") if pair and pair != "="]
+    return _joined_query([pair for pair in pairs if not _is_tracker(_param_name(pair.partition("=")[0]).lower())])
 
 
 def _joined_query(kept: list[str]) -> str:

@@ -82,10 +82,9 @@ class RowWriters:
                 glued = _glued_candidates(inventory.links)
                 facets = _new_page_facets(inserted, known, touched)
                 for size, rows in groupby(_page_rows(new_urls, first, glued, facets, next_id), key=len):
-                    if size == len(_PLAIN_PAGE_COLUMNS):
-                        bulk.insert("insert or ignore", "pages", _PLAIN_PAGE_COLUMNS, rows, {"status": PageStatus.PENDING, "first_seen": stamp})
-                    else:
-                        bulk.insert("insert or ignore", "pages", _PAGE_COLUMNS, rows, {"first_seen": stamp})
+                    plain = size == len(_PLAIN_PAGE_COLUMNS)  # then the same status for all
+                    columns, fixed = (_PLAIN_PAGE_COLUMNS, {"status": PageStatus.PENDING}) if plain else (_PAGE_COLUMNS, {})
+                    bulk.insert("insert or ignore", "pages", columns, rows, {**fixed, "first_seen": stamp})
                 for sql in pages_indexes:
                     bulk.execute(sql)
             _finish_links(conn, inventory, diff, stamp)
@@ -371,7 +370,8 @@ class _JsonArrays(dict):
         self.conn = sqlite3.connect(":memory:")
 
     def __missing__(self, items: tuple) -> str:
-        made = self[items] = self.conn.execute("select json_group_array(value) from json_each(?)", [json.dumps(items)]).fetchone()[0]
+        query = "select json_group_array(value) from json_each(?)"
+        made = self[items] = self.conn.execute(query, [json.dumps(items)]).fetchone()[0]
         return made
 
     def close(self) -> None:
