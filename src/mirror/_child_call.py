@@ -19,13 +19,19 @@ from types import TracebackType
 
 __all__ = ["ChildCall"]
 
+# the child imports the very package this process runs (not another copy first on its path)
 _CHILD = """
-import gc, pickle, sys
+import gc, os, pickle, sys
 from importlib import import_module
+from importlib.util import find_spec
 gc.disable()
-with open(sys.argv[3], "rb") as f:
+module, function, arguments, root = sys.argv[1:5]
+spec = find_spec(module.partition(".")[0])
+if spec is None or os.path.dirname(os.path.dirname(os.path.realpath(spec.origin or ""))) != root:
+    sys.path.insert(0, root)
+with open(arguments, "rb") as f:
     args = pickle.load(f)
-result = getattr(import_module(sys.argv[1]), sys.argv[2])(*args)
+result = getattr(import_module(module), function)(*args)
 pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
 """
 
@@ -48,14 +54,12 @@ class ChildCall:
             self._arguments = Path(name)
             with os.fdopen(handle, "wb") as file:
                 pickle.dump(args, file, protocol=pickle.HIGHEST_PROTOCOL)
-            package_root = str(Path(__file__).resolve().parent.parent)  # the child imports this very package
-            paths = [package_root, *filter(None, [os.environ.get("PYTHONPATH")])]
+            package_root = os.path.realpath(Path(__file__).parent.parent)
             self._process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, module, function, name],
+                [sys.executable, "-c", _CHILD, module, function, name, package_root],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
             )
         except (OSError, ValueError, pickle.PicklingError):
             self._process = None
