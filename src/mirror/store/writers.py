@@ -70,10 +70,10 @@ class RowWriters:
                 first.setdefault(link.url, link)
             new_urls = [url for url in first if url not in known]
             next_id = next_page_id(self.db)
-            # the rows go in on a second thread (SQLite) while this one builds the next (Python);
-            # indexes dropped for a bulk insert are built there too, each after its table's rows
+            # the rows go in on a second thread (SQLite) while this one builds the next (Python).
+            # links.url comes in no order: that index is built there once the links are in. The
+            # pages' indexes lead with id or status: new pages, of growing ids, add to their ends.
             links_indexes = _drop_indexes(conn, "links", len(inserted))
-            pages_indexes = _drop_indexes(conn, "pages", len(new_urls))
             with BulkWriter(conn) as bulk:
                 for seed, links in groupby(inserted, key=operator.attrgetter("seed")):
                     bulk.insert("insert", "links", _LINK_COLUMNS[1:], map(_link_values, links), {"seed": seed})
@@ -85,8 +85,6 @@ class RowWriters:
                     plain = size == len(_PLAIN_PAGE_COLUMNS)  # then the same status for all
                     columns, fixed = (_PLAIN_PAGE_COLUMNS, {"status": PageStatus.PENDING}) if plain else (_PAGE_COLUMNS, {})
                     bulk.insert("insert or ignore", "pages", columns, rows, {**fixed, "first_seen": stamp})
-                for sql in pages_indexes:
-                    bulk.execute(sql)
             _finish_links(conn, inventory, diff, stamp)
             conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
             # pages of an archive older than these columns (read from an index, not the large rows)
