@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mirror import seeds
+from mirror._types import Link
 from mirror.seeds import decode_seed, parse_text, read_seeds
 
 from .conftest import SEEDS
@@ -308,6 +311,13 @@ def test_any_bytes_parse_without_raising(data):
 @given(st.lists(st.sampled_from(list("ab显 \n:：#*-[]()<>/.h") + ["https://", "http://x.cn/", "**", "\n\n"]), max_size=60))
 def test_markdown_like_text_parses_without_raising(pieces):
     parse_text("".join(pieces), "fuzz.md")
+
+
+def test_fast_link_construction_is_the_dataclass():
+    values = ("https://a.example/1", "a.example/1", "s.md", 3, 7, "标题", None, "why", ("https://a.example/",))
+    fast, slow = seeds._link(*values), Link(*values)
+    assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
+    assert list(vars(fast)) == [f.name for f in dataclasses.fields(Link)]  # a new field must be added there too
 
 
 def test_reading_seeds_leaves_the_garbage_collector_as_it_found_it(tmp_path):

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirror import urls
-from mirror.urls import classify, glue_candidates, normalize, skip_reason, unwrap_redirect
+from mirror.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
 
 from .conftest import CORPUS, SEEDS
 
@@ -97,6 +97,19 @@ def test_normalize_is_idempotent_on_urls(url):
     once = normalize(url)
     assert normalize(once) == once
     assert "#" not in once
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(http_urls(), st.text(max_size=80), st.sampled_from([
+    "https://link.zhihu.com/?target=https%3A%2F%2Fa.cn%2Fx", "http://A.B:99999/x", "https://a.b:443/%7e?b=2&a=1",
+    " https://a.b/x", "https://a.b/../c/./d", "https://www.google.com/url?q=https://x.org/",
+])))
+def test_normalize_plain_is_normalize_of_a_fetchable_url(url):
+    """The seeds' fast path: either the answer normalize() gives a fetchable URL, or no answer."""
+    fast = normalize_plain(url)
+    if fast is not None:
+        assert skip_reason(url) is None
+        assert fast == normalize(url)
 
 
 @pytest.mark.hostile

@@ -8,6 +8,7 @@ exports. Every link found becomes a `Link` carrying where it came from.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import zlib
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import urls
+from ._child_call import ChildCall
 from ._gc import gc_paused
 from ._types import COMMAND_LINE, Link
 
@@ -143,6 +145,7 @@ _URL = re.compile(
 _MD_LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
 # The anchor text may not run into another <a: an unclosed <a> costs one scan, not one per tag.
 _HTML_A = re.compile(r"""(?is)<a\s[^>]*?href\s*=\s*["']([^"']+)["'][^>]*>((?:(?!<a\s|</a>).)*)</a>""")
+_CLOSE_A = re.compile("(?i)</a>")  # which _HTML_A needs: without it, no scan of every <a
 # Scheme-less domains such as reddit.com/r/MachineLearning, limited to common TLDs.
 _TLDS = "com|org|net|io|ai|cn|gg|me|dev|app|co|edu|gov|info|tech|cc|tv|uk|de|jp|fr|xyz|site|blog|wiki"
 _BARE_DOMAIN = re.compile(
@@ -165,54 +168,112 @@ class _Found:
     written: str
     title: str | None
     glued: bool = False  # stuck to the word before it: its end may be glued too
+    target: tuple | None = None  # what _target() returns, when a child process worked it out
 
 
 def parse_text(text: str, seed: str) -> list[Link]:
     """Links in a plain-text or Markdown seed, with their titles and sections."""
     lines = text.splitlines()
     start = _front_matter_end(lines)
-    kinds: list[str] = []
-    found: list[list[_Found]] = []
-    for i, line in enumerate(lines):  # one pass: _find_links asks _whole_url about the line _kind just did
-        kind = _kind(line) if i >= start else "meta"
-        kinds.append(kind)
-        found.append(_find_links(line) if kind in ("url", "inline") else [])
+    if len(lines) >= _SPLIT_LINES:
+        kinds, found = _lines_on_two_cores(lines, start)
+    else:
+        kinds, found = _read_lines(lines, start)
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
     section: str | None = None
-    for i, line in enumerate(lines):
-        kind = kinds[i]
+    for i, (line, kind, hits) in enumerate(zip(lines, kinds, found, strict=True)):
         if kind == "heading":
             section = _clean_title(_HEADING.match(line)[2])
         elif kind == "label":
             section = _label_text(line)
         elif kind == "text" and i not in consumed and _is_plain_heading(lines, kinds, i):
             section = _clean_title(line)
-        for hit in found[i]:
+        for hit in hits:
             title = hit.title if kind == "inline" else (hit.title or titles.get(i))
             links.append(_make_link(hit, seed, i + 1, title, section))
     return links
 
 
+_SPLIT_LINES = 200_000  # a seed this long has its lines read on two cores
+
+
+def _read_lines(lines: list[str], start: int, offset: int = 0) -> tuple[list[str], list[list[_Found]]]:
+    """Each line's kind and the links on it (lines before `start` are front matter)."""
+    kinds: list[str] = []
+    found: list[list[_Found]] = []
+    none: list[_Found] = []  # (shared: never appended to)
+    for i, line in enumerate(lines, offset):  # one pass: _find_links asks _whole_url about the line _kind just did
+        kind = _kind(line) if i >= start else "meta"
+        kinds.append(kind)
+        found.append(_find_links(line) if kind in ("url", "inline") else none)
+    return kinds, found
+
+
+def _lines_on_two_cores(lines: list[str], start: int) -> tuple[list[str], list[list[_Found]]]:
+    """`_read_lines` and each link's `_target`, the second half in a child process meanwhile.
+
+    Lines are independent of each other here (titles and sections come later, from all of
+    them), so the halves put together are what one pass finds. Without the child's answer,
+    this process reads the second half too.
+    """
+    half = len(lines) * 11 // 20  # the child starts a Python first: a little less for it
+    # splitlines() left no "\n" inside a line: joined with it, the half splits back exactly
+    with ChildCall("mirror.seeds", "_read_lines_for_parent", "\n".join(lines[half:]), start, half) as child:
+        kinds, found = _read_lines(lines[:half], start)
+        for hits in found:  # as the child does for its half
+            for hit in hits:
+                hit.target = _target(hit)
+        answer = child.result()
+    if answer is None:
+        more_kinds, more_found = _read_lines(lines[half:], start, half)
+    else:
+        more_kinds, rows = answer
+        none: list[_Found] = []
+        more_found = [[_Found(*hit) for hit in hits] if hits else none for hits in rows]
+    return kinds + more_kinds, found + more_found
+
+
+def _read_lines_for_parent(text: str, start: int, offset: int) -> tuple[list[str], list[list[tuple] | None]]:
+    """(In the child process.) `_read_lines` of the lines of `text`, each link as a tuple with its `_target`."""
+    kinds, found = _read_lines(text.split("\n"), start, offset)
+    rows = [[(h.start, h.end, h.written, h.title, h.glued, _target(h)) for h in hits] if hits else None for hits in found]
+    return kinds, rows
+
+
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
+    url, reason, candidates = hit.target or _target(hit)
+    return _link(url, hit.written, seed, line, hit.start + 1, title or None, section, reason, candidates)
+
+
+def _target(hit: _Found) -> tuple[str, str | None, tuple[str, ...]]:
+    """The link's page (normalized URL), why it is skipped and its glued-URL repairs:
+    what the text around it does not change."""
     written = hit.written
+    url = None if hit.glued else urls.normalize_plain(written)
+    if url is not None:  # nearly every link: fetchable, no glued repairs to try
+        return url, None, ()
     target = written
     if "://" not in written and _BARE_DOMAIN.fullmatch(written) and urls.skip_reason(written):
         target = "https://" + written  # scheme-less domain: the web's default today
     reason = urls.skip_reason(target)
     candidates = urls.glue_candidates(target) if hit.glued and not reason else ()
-    return Link(
-        url=target if reason else urls.normalize(target),
-        url_as_written=written,
-        seed=seed,
-        line=line,
-        col=hit.start + 1,
-        title=title or None,
-        section=section,
-        skip_reason=reason,
-        candidates=tuple(map(urls.normalize, candidates)) if candidates else (),
-    )
+    return target if reason else urls.normalize(target), reason, tuple(map(urls.normalize, candidates)) if candidates else ()
+
+
+_new_object, _set_attribute = object.__new__, object.__setattr__
+
+
+def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates) -> Link:  # noqa: PLR0913
+    """Link(...) at a third of the cost: a frozen dataclass's __init__ sets each field
+    through object.__setattr__ (a second per million links)."""
+    link = _new_object(Link)
+    _set_attribute(link, "__dict__", {
+        "url": url, "url_as_written": url_as_written, "seed": seed, "line": line, "col": col,
+        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates,
+    })
+    return link
 
 
 def _front_matter_end(lines: list[str]) -> int:
@@ -232,8 +293,7 @@ def _kind(line: str) -> str:
         return "url"  # the commonest line, in one match
     has_url = ":" in line and _URL.search(line)
     if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
-        rest = _URL.sub("", _BULLET.sub("", line, count=1)).strip() if has_url else True
-        return "url" if not rest else "inline"
+        return "url" if has_url and _only_urls(_BULLET.sub("", line, count=1)) else "inline"
     # each pattern needs its first or last character: most lines are tested by a look at both ends
     first, last = stripped[0], stripped[-1]
     if first == "#" and _HEADING.match(line):
@@ -243,6 +303,14 @@ def _kind(line: str) -> str:
     if last in ":：*_" and (_BOLD_LABEL.match(line) or _LABEL.match(line)):
         return "label"
     return "text"
+
+
+def _only_urls(text: str) -> bool:
+    """Nothing but URLs and spaces; text before the first URL answers most lines in one search."""
+    first = _URL.search(text)
+    if first is not None and text[: first.start()].strip():
+        return False
+    return not _URL.sub("", text).strip()
 
 
 class _Spans:
@@ -304,7 +372,8 @@ def _find_links(line: str) -> list[_Found]:
         start = len(line) - len(line.lstrip())
         written = _trim_url(stripped)
         hits = [_Found(start, start + len(written), written, None)]
-        hits[0].title = _inline_title(line, hits, 0)
+        if len(written) < len(line):  # (else no text beside it)
+            hits[0].title = _inline_title(line, hits, 0)
         return hits
     hits = []
     taken = _Spans()
@@ -312,18 +381,20 @@ def _find_links(line: str) -> list[_Found]:
         hits.append(_Found(m.start(3), m.end(3), m[3], _clean_title(m[2]) or None))
         taken.take(m.start(), m.end())
     taken.commit()
-    for m in _HTML_A.finditer(line) if "<" in line else ():
+    for m in _HTML_A.finditer(line) if "<" in line and _CLOSE_A.search(line) else ():
         if taken.free(m.start(), m.end()):
             hits.append(_Found(m.start(1), m.end(1), m[1], _clean_title(_TAG.sub("", m[2])) or None))
             taken.take(m.start(), m.end())
     taken.commit()
+    free, take = taken.free, taken.take  # (per URL of a line that may hold a million)
     for m in _URL.finditer(line) if ":" in line else ():
-        if not taken.free(m.start(), m.end()):
+        start, end = m.span()
+        if not free(start, end):
             continue
         written = _trim_url(m[0])
-        glued = m.start() > 0 and line[m.start() - 1].isalnum()
-        hits.append(_Found(m.start(), m.start() + len(written), written, None, glued))
-        taken.take(m.start(), m.start() + len(written))
+        end = start + len(written)
+        hits.append(_Found(start, end, written, None, start > 0 and line[start - 1].isalnum()))
+        take(start, end)
     taken.commit()
     for m in _BARE_DOMAIN.finditer(line) if "." in taken.outside(line) else ():
         if not taken.free(m.start(), m.end()):
@@ -333,13 +404,14 @@ def _find_links(line: str) -> list[_Found]:
         hits.append(_Found(start, start + len(written), written, None))
         taken.take(m.start(), m.end())
     if len(hits) > 1:
-        hits.sort(key=lambda h: h.start)
+        hits.sort(key=_start_of)
     for i, hit in enumerate(hits):
         if hit.title is None:
             hit.title = _inline_title(line, hits, i)
     return hits
 
 
+_start_of = operator.attrgetter("start")
 _OPENING = {")": "(", "]": "[", "}": "{"}
 _TRAILING_OR_CLOSING = frozenset(_TRAILING + ")]}")
 
@@ -426,10 +498,11 @@ def _neighbour_titles(lines: list[str], kinds: list[str]) -> tuple[dict[int, str
     we count both patterns and follow the more common one.
     """
     n = len(lines)
-    before = {i: i - 1 for i in range(1, n) if kinds[i] == "url" and kinds[i - 1] == "text"}
+    url_lines = [i for i, kind in enumerate(kinds) if kind == "url"]
+    before = {i: i - 1 for i in url_lines if i and kinds[i - 1] == "text"}
     after: dict[int, int] = {}
-    for i in range(n):
-        if kinds[i] != "url" or i in before:
+    for i in url_lines:
+        if i in before:
             continue
         j = i + 1 if i + 1 < n and kinds[i + 1] != "blank" else i + 2
         if j < n and kinds[j] == "text" and not (j + 1 < n and kinds[j + 1] == "url"):

@@ -20,6 +20,7 @@ __all__ = [
     "classify",
     "glue_candidates",
     "normalize",
+    "normalize_plain",
     "skip_reason",
     "unwrap_redirect",
 ]
@@ -141,6 +142,18 @@ def normalize(url: str) -> str:
         return url
 
 
+def normalize_plain(url: str) -> str | None:
+    """`normalize(url)` of a plain fetchable URL (see `_PLAIN`), or None: ask `skip_reason`
+    and `normalize`. Nearly every seed link, in one match instead of their several steps."""
+    plain = _PLAIN.fullmatch(url)
+    if plain is None or (plain[3] is not None and int(plain[3]) > 65535) or plain[2].lower() in _REDIRECTORS:
+        return None
+    try:
+        return _normalize_plain(plain)
+    except (ValueError, UnicodeError):
+        return None
+
+
 def unwrap_redirect(url: str) -> str | None:
     """The destination of a known redirector link, or None."""
     plain = _plain(url)
@@ -257,6 +270,8 @@ def _clean_query(host: str, path: str, query: str) -> str:
         return ""
     weixin = host == "mp.weixin.qq.com" and (path == "/s" or path.startswith("/s/"))
     engine = _search_trackers(host, path)
+    if not weixin and engine is None:
+        return _clean_plain_query(query)
     kept = []
     for pair in query.split("&"):
         if not pair or pair == "=":
@@ -269,6 +284,18 @@ def _clean_query(host: str, path: str, query: str) -> str:
             continue
         elif not _is_tracker(key):
             kept.append(pair)
+    return _joined_query(kept)
+
+
+@lru_cache(maxsize=4096)  # seeds repeat the same queries (?utm_source=rss, ?share=1)
+def _clean_plain_query(query: str) -> str:
+    """`_clean_query` of a page that is neither a WeChat article nor a search result."""
+    pairs = [pair for pair in query.split("&") if pair and pair != "="]
+    return _joined_query([pair for pair in pairs if not _is_tracker(_param_name(pair.partition("=")[0]).lower())])
+
+
+def _joined_query(kept: list[str]) -> str:
+    """The parameters kept, sorted by name, as a query string."""
     if len(kept) > 1:
         kept.sort(key=lambda pair: _param_name(pair.partition("=")[0]))
     return _upper_escapes(_quote("&".join(kept), _QUERY_SAFE, _QUERY_AS_IS))

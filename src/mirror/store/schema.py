@@ -181,7 +181,8 @@ def open_db(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         return _connect_readonly(path)
     import sqlite_utils  # (a second's tenth to import: not for search)
 
-    conn = sqlite3.connect(path, timeout=30)
+    # (record_inventory's bulk inserts run on a second thread, in the caller's transaction)
+    conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
