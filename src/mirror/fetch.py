@@ -323,18 +323,18 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
     `done` holds the image URLs already archived (by any page); it grows as images arrive.
-    Returns the outcome of each image fetched (those in `done` are skipped).
+    Returns the outcome of each image fetched (those in `done` are skipped), in order.
+    A page's images are asked for together: the budget's slots and each host's gate pace them,
+    and a page with many images on a slow host takes one wait, not one per image.
     """
-    results = []
-    for image in images:
-        if image in done:
-            continue
+
+    async def one(image: str) -> Exchange:
         tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
-        exchange = tries[-1]
-        results.append(exchange)
-        if exchange.ok:
+        if tries[-1].ok:
             done.add(image)
-    return results
+        return tries[-1]
+
+    return list(await asyncio.gather(*(one(image) for image in dict.fromkeys(images) if image not in done)))
 
 
 async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
