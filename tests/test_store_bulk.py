@@ -36,9 +36,11 @@ def conn(tmp_path):
     conn.close()
 
 
+@pytest.mark.parametrize("item", ["value ->> {}", "json_extract(value, '$[{}]')"])  # SQLite 3.38+, and older
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
-def test_bulk_rows_are_the_rows_executemany_writes(conn, monkeypatch, chunk):
+def test_bulk_rows_are_the_rows_executemany_writes(conn, monkeypatch, chunk, item):
     monkeypatch.setattr(_bulk, "_CHUNK", chunk)  # chunk boundaries everywhere, NUL rows among JSON ones
+    monkeypatch.setattr(_bulk, "_ITEM", item)
     conn.execute("begin")
     with BulkWriter(conn) as bulk:
         bulk.insert("insert", "bulk", ("n", "url", "title", "note"), iter(ROWS), {"fixed": "seed.md", "stamp": None})

@@ -20,6 +20,8 @@ __all__ = ["BulkWriter"]
 
 _CHUNK = 20_000  # rows per statement: big enough to amortize, small enough to start soon
 _QUEUED = 64  # chunks waiting: lets the builder run well ahead (1e6 rows), in bounded memory
+# item i of a row's JSON array as an SQL value: ->> came with SQLite 3.38, json_extract before it
+_ITEM = "value ->> {}" if sqlite3.sqlite_version_info >= (3, 38) else "json_extract(value, '$[{}]')"
 
 
 class BulkWriter:
@@ -56,7 +58,7 @@ class BulkWriter:
         fixed = fixed or {}
         names = ", ".join(f"[{name}]" for name in [*columns, *fixed])
         params = [f"?{i + 2}" for i in range(len(fixed))]
-        values = [f"value ->> {i}" for i in range(len(columns))]
+        values = [_ITEM.format(i) for i in range(len(columns))]
         from_json = f"{verb} into [{table}] ({names}) select {', '.join(values + params)} from json_each(?1)"
         row_by_row = f"{verb} into [{table}] ({names}) values ({', '.join('?' for _ in [*columns, *fixed])})"
         rows = iter(rows)
