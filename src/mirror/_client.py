@@ -180,6 +180,7 @@ class Client:
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._reach: dict[str, Reach] = {}
+        self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
         # getaddrinfo blocks, so lookups run in threads; a browser resolves many names at once,
         # and so do we: a slow resolver must not queue one page's names behind a hundred others'
@@ -259,6 +260,15 @@ class Client:
         response.raise_for_status()
         return response.json()
 
+    def _proxied(self, url: str) -> bool:
+        """`_proxied`, asked once per scheme and host in a run: reading the proxy settings scans
+        the whole environment, and requests to a dead image host pile up while its name is looked up."""
+        key = (urlsplit(url).scheme, urlsplit(url).hostname)
+        answer = self._proxy_answers.get(key)
+        if answer is None:
+            answer = self._proxy_answers[key] = _proxied(url)
+        return answer
+
     def _gate(self, url: str) -> HostGate:
         host = (urlsplit(url).netloc or "").lower()
         if host not in self._gates:
@@ -275,7 +285,7 @@ class Client:
             try:
                 self._reach[host] = reach_of_ip(host)
             except ValueError:  # a name
-                if _proxied(url):  # the proxy resolves it; only names of this machine are known here
+                if self._proxied(url):  # the proxy resolves it; only names of this machine are known here
                     self._reach[host] = Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
                 else:
                     lookup = self._lookups.get(host)
