@@ -263,7 +263,8 @@ class Client:
     def _proxied(self, url: str) -> bool:
         """`_proxied`, asked once per scheme and host in a run: reading the proxy settings scans
         the whole environment, and requests to a dead image host pile up while its name is looked up."""
-        key = (urlsplit(url).scheme, urlsplit(url).hostname)
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.hostname)
         answer = self._proxy_answers.get(key)
         if answer is None:
             answer = self._proxy_answers[key] = _proxied(url)

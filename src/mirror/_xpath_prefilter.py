@@ -142,16 +142,19 @@ def guard_regex_tests(*modules) -> int:
     module-level lists (where trafilatura keeps most) or as module attributes; returns how many."""
     from lxml.etree import XPath
 
-    def guardable(value) -> bool:
-        return isinstance(value, XPath) and _RE_TEST.search(value.path) is not None
-
     guarded: dict[int, PageGuardedXPath] = {}  # one wrapper per expression, however often imported
+
+    def guard(value):
+        if not isinstance(value, XPath) or _RE_TEST.search(value.path) is None:
+            return value
+        if id(value) not in guarded:
+            guarded[id(value)] = PageGuardedXPath(value)
+        return guarded[id(value)]
+
     for module in modules:
         for name, value in list(vars(module).items()):
-            if guardable(value):
-                setattr(module, name, guarded.setdefault(id(value), PageGuardedXPath(value)))
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    if guardable(item):
-                        value[i] = guarded.setdefault(id(item), PageGuardedXPath(item))
+            if isinstance(value, list):
+                value[:] = map(guard, value)
+            elif guard(value) is not value:
+                setattr(module, name, guarded[id(value)])
     return len(guarded)

@@ -198,8 +198,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
     html = decode_html(body, content_type)
     tree = load_html(html)
     document = meta = None
-    requisites = tree_requisites(tree, url) if stylesheets and tree is not None else []  # before extraction alters it
+    requisites: list[str] = []
     if tree is not None:
+        if stylesheets:  # before extraction alters the tree
+            requisites = tree_requisites(tree, url)
         options = _options()
         with page_attributes(tree):
             try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked

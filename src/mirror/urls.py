@@ -129,9 +129,9 @@ def normalize(url: str) -> str:
     """
     url = url.strip()
     try:
-        plain = _plain(url)
-        if plain is not None and plain[2].lower() not in _REDIRECTORS:
-            return _normalize_plain(plain)  # nearly every link: one regex match, no urlsplit
+        fast = _fast_normalize(_plain(url))
+        if fast is not None:
+            return fast  # nearly every link: one regex match, no urlsplit
         for _ in range(3):  # a redirector may wrap another one
             inner = unwrap_redirect(url)
             if inner is None:
@@ -145,11 +145,8 @@ def normalize(url: str) -> str:
 def normalize_plain(url: str) -> str | None:
     """`normalize(url)` of a plain fetchable URL (see `_PLAIN`), or None: ask `skip_reason`
     and `normalize`. Nearly every seed link, in one match instead of their several steps."""
-    plain = _PLAIN.fullmatch(url)
-    if plain is None or (plain[3] is not None and int(plain[3]) > 65535) or plain[2].lower() in _REDIRECTORS:
-        return None
     try:
-        return _normalize_plain(plain)
+        return _fast_normalize(_plain_match(url))
     except (ValueError, UnicodeError):
         return None
 
@@ -212,13 +209,22 @@ def _scheme(url: str) -> str | None:
     return scheme
 
 
-@lru_cache(maxsize=16)  # classify() and normalize() ask in turn about the same link
-def _plain(url: str) -> re.Match[str] | None:
+def _plain_match(url: str) -> re.Match[str] | None:
     """The parts of a plain http(s) URL (see `_PLAIN`), or None: urlsplit must judge it."""
     plain = _PLAIN.fullmatch(url)
     if plain is None or (plain[3] is not None and int(plain[3]) > 65535):
         return None
     return plain
+
+
+_plain = lru_cache(maxsize=16)(_plain_match)  # classify() and normalize() ask in turn about the same link
+
+
+def _fast_normalize(plain: re.Match[str] | None) -> str | None:
+    """`normalize` of a plain URL that no redirector wraps, without urlsplit; else None."""
+    if plain is None or plain[2].lower() in _REDIRECTORS:
+        return None
+    return _normalize_plain(plain)
 
 
 def _normalize_plain(plain: re.Match[str]) -> str:
