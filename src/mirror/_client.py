@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.message
 import email.utils
 import errno
 import functools
@@ -30,7 +31,10 @@ from typing import Any
 from enum import IntEnum
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
+
+from . import _direct
 
 from ._blocked import HINT, blocked_reason
 from ._text import decode
@@ -181,6 +185,7 @@ class Client:
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
+        self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
         # getaddrinfo blocks, so lookups run in threads; a browser resolves many names at once,
         # and so do we: a slow resolver must not queue one page's names behind a hundred others'
@@ -327,8 +332,9 @@ class Client:
         host = (urlsplit(url).netloc or "").lower()
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
+        parsed: httpx.URL | None = None
         if reach is not None:  # where the host is first: a name that does not resolve costs no client
-            httpx.Request("GET", url)  # refuses a malformed URL (bad_url) before any lookup
+            parsed = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
             where = await self.reach_of(url, budget.timeout if budget else None)
             if isinstance(where, Exchange):
                 return where
@@ -337,16 +343,25 @@ class Client:
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
         http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
+        pool = self._direct_pool(http, url, parsed, headers) if parsed is not None else None
+        if pool is None:
+            request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
+            request_headers = list(request.headers.items())
+        else:
+            assert parsed is not None
+            raw_headers, request_headers = self._direct_headers(http, host, parsed)
         timeout = budget.timeout if budget else self.timeout
         async with self._gate(url).turn(budget.semaphore if budget else self._global) as turn:
             if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
                 return self._refused(url, host)
             hop = Exchange(url=url, final_url=url, started_at=time.time())
-            request.extensions["trace"] = turn.trace
             try:
                 async with asyncio.timeout(timeout):
-                    response = await http.send(request, stream=True)
+                    if pool is None:
+                        request.extensions["trace"] = turn.trace
+                        response = await http.send(request, stream=True)
+                    else:
+                        response = await _direct.send(pool, parsed, raw_headers, {"timeout": http.timeout.as_dict(), "trace": turn.trace})
                     try:
                         body, head, truncated = await self._read_body(response)
                     finally:
@@ -362,6 +377,8 @@ class Client:
                 return _failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
         self.reached = True
         self._answered.add(host)
+        if pool is not None and "set-cookie" in response.headers:  # kept as httpx would: later requests send it
+            http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", parsed)))
         hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
@@ -372,7 +389,7 @@ class Client:
             Capture(
                 url=url,
                 method="GET",
-                request_headers=[(k, v) for k, v in request.headers.items()],
+                request_headers=request_headers,
                 status=response.status_code,
                 reason=response.reason_phrase,
                 http_version=response.http_version,
@@ -397,6 +414,21 @@ class Client:
             hop.message = f"HTTP {response.status_code} {response.reason_phrase}".strip()
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop
+
+    def _direct_pool(self, http: httpx.AsyncClient, url: str, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
+        """The pool a resource request may go to without httpx's models (see `mirror._direct`):
+        none when cookies, a proxy, credentials in the URL or extra headers are involved."""
+        if headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https") or len(http.cookies.jar):
+            return None
+        return _direct.pool_for(http, parsed)
+
+    def _direct_headers(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]:
+        """The headers `http` would send to `parsed`'s host, raw and as written to WARC; the same for every resource of a host."""
+        key = (host, parsed.netloc)
+        if key not in self._resource_headers:
+            raw = [(b"Host", parsed.netloc), *http.headers.raw]
+            self._resource_headers[key] = (raw, list(httpx.Headers(raw).items()))
+        return self._resource_headers[key]
 
     def _refused(self, url: str, host: str) -> Exchange:
         """A request to a host that is down for this run: failed at once, same reason, no waiting."""
@@ -444,7 +476,7 @@ class Client:
         self.down.setdefault((urlsplit(url).netloc or "").lower(), failed)
         self._gate(url).close()
 
-    async def _read_body(self, response: httpx.Response) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
+    async def _read_body(self, response: httpx.Response | _direct.DirectAnswer) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
         body = tempfile.SpooledTemporaryFile(max_size=1 << 20)
         declared = response.headers.get("content-length", "")
         encoding = response.headers.get("content-encoding", "").lower().strip()
@@ -602,6 +634,23 @@ def is_htmlish(content_type: str | None) -> bool:
     return content_type is None or any(t in content_type.lower() for t in ("html", "xml", "text/plain"))
 
 
-def _decode_head(head: bytes, response: httpx.Response) -> str:
-    text = decode(head, response.charset_encoding, errors="replace")
+def _decode_head(head: bytes, response: httpx.Response | _direct.DirectAnswer) -> str:
+    text = decode(head, _charset(response.headers.get("content-type")), errors="replace")
     return head.decode("utf-8", errors="replace") if text is None else text
+
+
+def _charset(content_type: str | None) -> str | None:
+    """The charset a Content-Type names (parsed as `httpx.Response.charset_encoding` does)."""
+    if content_type is None:
+        return None
+    message = email.message.Message()
+    message["content-type"] = content_type
+    return message.get_content_charset(failobj=None)
+
+
+def _parsed(url: str) -> httpx.URL:
+    """`url` as httpx parses it; raises for what `httpx.Request` would refuse (an undecodable
+    A-label such as `http://xn--/` parses, but its host does not decode)."""
+    parsed = httpx.URL(url)
+    parsed.host  # noqa: B018 - decodes the IDNA host
+    return parsed

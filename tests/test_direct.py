@@ -1,0 +1,117 @@
+"""Resources sent straight to httpcore's pool (mirror._direct) are captured exactly as httpx would.
+
+Each test runs the same requests through both paths against a real server: the direct one (no
+cookies, no proxy) and httpx's (a client holding a cookie jar), and compares what reached the
+WARC files and the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from http.cookiejar import CookieJar
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from mirror import _direct
+from mirror._client import Budget, Client, Reach
+from mirror._types import Reason
+from mirror.warc import CaptureWriter
+
+from .webserver import PNG
+
+
+def _records(folder) -> list:
+    """(type, target, request or response headers without Date, payload) of every record."""
+    out = []
+    for path in sorted((folder / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                headers = [(k.lower(), v) for k, v in record.http_headers.headers if k.lower() != "date"]
+                out.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"),
+                            record.http_headers.statusline, headers, record.content_stream().read()))
+    return out
+
+
+def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None, monkeypatch) -> tuple[list, list, int]:
+    """Every URL as a page resource with a fresh client; (exchanges, records, direct sends)."""
+    sent = []
+    real = _direct.send
+
+    async def counting(*args, **kwargs):
+        sent.append(args[1])
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(_direct, "send", counting)
+
+    async def go():
+        writer = CaptureWriter(tmp_path / name)
+        client = Client(writer, concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
+                        headers={"User-Agent": "mirror-test", "Accept-Encoding": "gzip, deflate"}, cookies=cookies)
+        budget = Budget(timeout=3, retries=0, concurrency=4)
+        try:
+            return [await client.get(url, budget=budget, reach=Reach.LOOPBACK) for url in urls]
+        finally:
+            await client.aclose()
+            writer.close()
+
+    exchanges = asyncio.run(go())
+    monkeypatch.setattr(_direct, "send", real)
+    return exchanges, _records(tmp_path / name), len(sent)
+
+
+def _outcome(exchange) -> tuple:
+    return (exchange.url, exchange.final_url, exchange.status, exchange.error, exchange.message, exchange.content_type,
+            exchange.etag, exchange.redirects, exchange.redirect_to)
+
+
+def test_a_resource_sent_directly_is_captured_as_httpx_captures_it(tmp_path, web, monkeypatch):
+    css = b"body { background: url(/png) }" * 50
+    urls = [
+        web.add("/image.png", PNG, "image/png", ETag='"i1"'),
+        web.add("/style.css", gzip.compress(css), "text/css; charset=utf-8", **{"Content-Encoding": "gzip"}),
+        web.add("/moved.png", b"", "text/html", status=302, Location="/image.png"),
+        web.add("/twice", b"", None, status=302, **{"Location": "/image.png", "X-Seen": "a"}),
+        web.add("/missing.png", b"not here", "text/plain", status=404),
+        web.url("/truncated"),
+        web.url("/redirect/3"),
+    ]
+    direct, direct_records, sent = _fetch(tmp_path, "direct", urls, None, monkeypatch)
+    assert sent >= len(urls)  # every hop went the direct way
+    via_httpx, httpx_records, none = _fetch(tmp_path, "httpx", urls, CookieJar(), monkeypatch)
+    assert none == 0
+    assert [_outcome(e) for e in direct] == [_outcome(e) for e in via_httpx]
+    assert direct_records == httpx_records
+    assert len(direct_records) >= 2 * len(urls)
+    assert direct[0].ok and direct[0].status == 200 and direct[1].content_type.startswith("text/css")
+    assert direct[5].error in (Reason.PROTOCOL, Reason.RESET)
+
+
+def test_a_cookie_set_by_a_resource_goes_back_to_its_host(tmp_path, web, monkeypatch):
+    first = web.add("/sets.png", PNG, "image/png", **{"Set-Cookie": "cdn=1; Path=/"})
+    second = web.add("/after.png", PNG, "image/png")
+    exchanges, _, sent = _fetch(tmp_path, "cookie", [first, second], None, monkeypatch)
+    assert [e.status for e in exchanges] == [200, 200]
+    assert sent == 1  # the jar now holds a cookie: the next request goes through httpx, which sends it
+    assert web.recorder.cookies["/after.png"] == ["cdn=1"]
+
+
+def test_a_refused_connection_maps_to_the_same_reason(tmp_path, monkeypatch):
+    url = "http://127.0.0.1:9/gone.png"
+    direct, _, sent = _fetch(tmp_path, "direct", [url], None, monkeypatch)
+    via_httpx, _, _ = _fetch(tmp_path, "httpx", [url], CookieJar(), monkeypatch)
+    assert sent == 1
+    assert direct[0].error == via_httpx[0].error == Reason.CONNECT
+    assert direct[0].message == via_httpx[0].message
+
+
+@pytest.mark.parametrize("url", ["http://user:secret@127.0.0.1:{port}/image.png", "http://xn--/image.png"])
+def test_urls_with_credentials_or_bad_labels_keep_httpx_behaviour(tmp_path, web, monkeypatch, url):
+    web.add("/image.png", PNG, "image/png")
+    url = url.format(port=web.port)
+    direct, direct_records, sent = _fetch(tmp_path, "direct", [url], None, monkeypatch)
+    via_httpx, httpx_records, _ = _fetch(tmp_path, "httpx", [url], CookieJar(), monkeypatch)
+    assert sent == 0
+    assert [_outcome(e) for e in direct] == [_outcome(e) for e in via_httpx]
+    assert direct_records == httpx_records
