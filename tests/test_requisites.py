@@ -147,3 +147,18 @@ def test_snapshot_serves_styles_from_the_archive(styled_archive):
 )
 def test_css_escapes_are_read_as_a_browser_reads_them(css, expected):
     assert css_references(css, "http://h.test/") == [f"http://h.test/{u}" for u in expected]
+
+
+def test_the_cheap_loads_filter_agrees_with_its_regex():
+    """`_loads` skips the case-insensitive regex; it must say yes wherever the regex matches
+    (İ and ı match "i" under re.I), or a page's styles would lose their references."""
+    import random
+
+    from mirror._css import _LOADS, _loads
+
+    alphabet = list("urlURL@impoIMPOt\\ (\"':;x") + ["\u0130", "\u0131", "\u212a", "中", "ſ"]
+    rng = random.Random(7)
+    cases = ["", "url(", "URL(a)", "@IMPORT 'x'", "@\u0130mport 'x.css'", "@\u0131mport 'x.css'", "\\75 rl(x)", "color: 红"]
+    cases += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12))) for _ in range(20000)]
+    for css in cases:
+        assert _loads(css) == bool(_LOADS.search(css)), css
