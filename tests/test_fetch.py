@@ -54,6 +54,27 @@ def test_article_is_captured_to_warc_and_pointed_at(tmp_path, web):
     assert summary.statuses["archived"] == 1
 
 
+def test_every_record_carries_digests_that_verify(tmp_path, web):
+    """Block and payload digests of every record, checked by warcio itself (pywb and
+    deduplication rely on them): pages, a gzip body, an empty one, a redirect, an image."""
+    from .webserver import PNG
+
+    image = web.add("/digest.png", PNG, "image/png")
+    urls = [web.add("/with-image", f'<html><body><article><h1>图</h1><p>{"正文。" * 80}</p><img src="{image}"></article></body></html>'.encode()),
+            web.url("/gzip"), web.url("/empty"), web.url("/redirect/1")]
+    db, _ = fetch_urls(tmp_path, urls)
+    assert db["resources"].get((urls[0], image))["status"] == "archived"
+    checked = 0
+    for path in sorted((tmp_path / "archive" / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f, check_digests=True):
+                record.content_stream().read()
+                assert record.rec_headers.get_header("WARC-Block-Digest")
+                assert record.digest_checker.passed is not False, record.digest_checker.problems
+                checked += 1
+    assert checked >= 2 * (len(urls) + 2)  # request and response for each page, the image and the redirect hop
+
+
 def test_gzip_body_is_stored_raw_and_reads_back_decoded(tmp_path, web):
     url = web.url("/gzip")
     db, _ = fetch_urls(tmp_path, [url])

@@ -173,7 +173,8 @@ def _gzip_member(record, level: int) -> bytes:
 def _response_record(writer: WARCWriter, capture: Capture):
     headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
     capture.body.seek(0, io.SEEK_END)
-    headers.append(("Content-Length", str(capture.body.tell())))
+    size = capture.body.tell()
+    headers.append(("Content-Length", str(size)))
     capture.body.seek(0)
     status_line = f"{capture.status} {capture.reason or ''}".strip()
     http_headers = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
@@ -181,6 +182,7 @@ def _response_record(writer: WARCWriter, capture: Capture):
         capture.url,
         "response",
         payload=capture.body,
+        length=size,  # known: without it warcio copies the body to a temporary file twice to learn it
         http_headers=http_headers,
         warc_headers_dict=capture.extra_warc_headers or {},
     )
@@ -206,7 +208,7 @@ def _request_record(writer: WARCWriter, capture: Capture):
     http_headers = StatusAndHeaders(
         f"{capture.method} {target} HTTP/1.1", capture.request_headers, is_http_request=True
     )
-    return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), http_headers=http_headers)
+    return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), length=0, http_headers=http_headers)
 
 
 class WarcError(ValueError):
