@@ -115,3 +115,80 @@ def test_urls_with_credentials_or_bad_labels_keep_httpx_behaviour(tmp_path, web,
     assert sent == 0
     assert [_outcome(e) for e in direct] == [_outcome(e) for e in via_httpx]
     assert direct_records == httpx_records
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 with a self-signed certificate for that address."""
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(PNG)))
+            self.end_headers()
+            self.wfile.write(PNG)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server.server_address[1], cert
+    server.shutdown()
+
+
+def test_a_resource_over_tls_is_captured_as_httpx_captures_it(tmp_path, tls_server, monkeypatch):
+    port, cert = tls_server
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # httpx's TLS context trusts this certificate
+    urls = [f"https://127.0.0.1:{port}/a.png", f"https://127.0.0.1:{port}/b.png"]
+    direct, direct_records, sent = _fetch(tmp_path, "direct", urls, None, monkeypatch)
+    via_httpx, httpx_records, _ = _fetch(tmp_path, "httpx", urls, CookieJar(), monkeypatch)
+    assert sent == 2 and [e.status for e in direct] == [200, 200]
+    assert [_outcome(e) for e in direct] == [_outcome(e) for e in via_httpx]
+    assert direct_records == httpx_records
+
+
+def test_an_untrusted_certificate_fails_alike_on_both_paths(tmp_path, tls_server, monkeypatch):
+    port, _ = tls_server
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    url = f"https://127.0.0.1:{port}/a.png"
+    direct, _, sent = _fetch(tmp_path, "direct", [url], None, monkeypatch)
+    via_httpx, _, _ = _fetch(tmp_path, "httpx", [url], CookieJar(), monkeypatch)
+    assert sent == 1
+    assert direct[0].error == via_httpx[0].error == Reason.TLS
+    assert direct[0].message == via_httpx[0].message
+
+
+def test_an_idle_connection_the_server_closed_is_seen_as_readable():
+    """httpcore drops a pooled connection whose socket turned readable while idle (the server hung up)."""
+    import socket
+
+    from mirror._direct import _readable
+
+    ours, theirs = socket.socketpair()
+    try:
+        assert not _readable(ours)
+        theirs.close()
+        assert _readable(ours)
+    finally:
+        ours.close()
+    assert _readable(ours)  # closed here: no descriptor, nothing to wait for

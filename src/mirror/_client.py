@@ -183,6 +183,7 @@ class Client:
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
+        self._pools = _direct.Pools(self._tls, per_host)  # for page resources (see mirror._direct)
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
@@ -199,6 +200,7 @@ class Client:
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+        await self._pools.aclose()
         self._resolver.shutdown(wait=False, cancel_futures=True)
 
     def _http(self, url: str) -> httpx.AsyncClient:
@@ -420,7 +422,7 @@ class Client:
         none when cookies, a proxy, credentials in the URL or extra headers are involved."""
         if headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https") or len(http.cookies.jar):
             return None
-        return _direct.pool_for(http, parsed)
+        return self._pools.get(parsed.netloc.decode("ascii")) if _direct.unproxied(http, parsed) else None
 
     def _direct_headers(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]:
         """The headers `http` would send to `parsed`'s host, raw and as written to WARC; the same for every resource of a host."""

@@ -2,21 +2,25 @@
 
 A page shows three or four images; building an `httpx.Request` (three URL parses), a
 `Response`, a cookie pass each way and the client's wrappers cost about as much CPU as the
-exchange itself. For a resource on a host whose client holds no cookies and reaches the
-server without a proxy, the request goes to the very pool that client owns, with the
-headers it would send, and what is written to WARC is the same. Anything else (cookies,
-a proxy, a client whose internals are not the ones known here) takes the httpx path.
+exchange itself. A resource on a host whose client holds no cookies and reaches the server
+without a proxy goes to an httpcore pool of its own (built as httpx builds its transport's)
+with the headers that client would send, and what is written to WARC is the same. Anything
+else (cookies, a proxy, a client whose internals are not the ones known here) takes the
+httpx path.
 """
 
 from __future__ import annotations
 
+import select
+import socket
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
 import httpcore
 import httpx
 
-__all__ = ["DirectAnswer", "Headers", "pool_for", "send"]
+__all__ = ["DirectAnswer", "Headers", "Pools", "send", "unproxied"]
 
 # httpcore's errors as httpx raises them (most specific first), so one classification serves both paths
 _ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [
@@ -37,17 +41,93 @@ _ERRORS: list[tuple[type[Exception], type[httpx.HTTPError]]] = [
 ]
 
 
-def pool_for(client: httpx.AsyncClient, url: httpx.URL) -> httpcore.AsyncConnectionPool | None:
-    """The connection pool `client` would send `url` to, if that is its own transport's plain
-    httpcore pool (not a proxy the environment names, not internals this version does not know)."""
+def unproxied(client: httpx.AsyncClient, url: httpx.URL) -> bool:
+    """Whether `client` would send `url` on its own transport (no proxy the environment names);
+    False too if this httpx's internals are not the ones known here."""
     try:
-        transport = client._transport_for_url(url)
-        if transport is not client._transport:
-            return None
-        pool = transport._pool
+        return client._transport_for_url(url) is client._transport
     except AttributeError:
-        return None
-    return pool if type(pool) is httpcore.AsyncConnectionPool else None
+        return False
+
+
+class Pools:
+    """One httpcore pool per host, as httpx's transport builds it (HTTP/1.1, the client's TLS
+    context, `per_host` connections), on a network backend that knows its sockets."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, per_host: int):
+        self._ssl_context, self._per_host = ssl_context, per_host
+        self._pools: dict[str, httpcore.AsyncConnectionPool] = {}
+        self._backend = _Backend()
+
+    def get(self, host: str) -> httpcore.AsyncConnectionPool:
+        pool = self._pools.get(host)
+        if pool is None:
+            pool = self._pools[host] = httpcore.AsyncConnectionPool(
+                ssl_context=self._ssl_context, max_connections=self._per_host, max_keepalive_connections=self._per_host,
+                keepalive_expiry=5.0, network_backend=self._backend,
+            )
+        return pool
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+
+
+class _Backend(httpcore.AsyncNetworkBackend):
+    """anyio's backend, whose streams look their socket up once (see `_Stream`)."""
+
+    def __init__(self):
+        self._anyio = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._anyio.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._anyio.connect_unix_socket(path, timeout, socket_options))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._anyio.sleep(seconds)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """An anyio stream whose socket is found once. httpcore asks whether every idle connection
+    of a pool has become readable (closed by the server) twice per request, and anyio
+    answers each question by building a dict of all its attributes."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream):
+        self._stream = stream
+        self._socket = stream.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._stream.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.AsyncNetworkStream:
+        return _Stream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str):
+        if info == "socket":
+            return self._socket
+        if info == "is_readable":
+            return _readable(self._socket)
+        return self._stream.get_extra_info(info)
+
+
+def _readable(sock: socket.socket | None) -> bool:
+    """Whether a read would return at once (data, or the b"" of a closed connection), as httpcore decides it."""
+    fd = -1 if sock is None else sock.fileno()
+    if fd < 0:
+        return True
+    if not hasattr(select, "poll"):
+        return bool(select.select([fd], [], [], 0)[0])
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return bool(poll.poll(0))
 
 
 class Headers(dict):
