@@ -12,7 +12,7 @@ Each measured run reports wall time, CPU time (all processes), CPU/wall, peak RS
 rest of the machine was meanwhile (from /proc/stat, minus our processes and the loopback web);
 `--record` refuses to record a run that was not quiet.
 
-    python bench/throughput.py --pages 2000 --latency-ms 0 50 --record
+    python bench/throughput.py --pages 1000 --latency-ms 0 50 --rounds 3 --record
     python bench/throughput.py --browser always --pages 200 --latency-ms 50 --skip-trafilatura --skip-no-images --record
 """
 
@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,33 +162,53 @@ def run_trafilatura(urls: list[str], folder: Path, args: argparse.Namespace, web
     return {"run": run, "saved": saved}
 
 
+def _median_run(results: list[dict]) -> dict:
+    """The result whose wall time is the median (the lower middle one for an even count)."""
+    ordered = sorted(results, key=lambda r: r["run"].measured.wall)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _paired(values: list[float], form: str, unit: str = "") -> str:
+    """The median of per-round values, with each round's: '+12% (median of 3 rounds: +10%, +12%, +19%)'."""
+    shown = [format(v, form) + unit for v in values]
+    return format(statistics.median(values), form) + unit + (f" (median of {len(values)} rounds: {', '.join(shown)})" if len(values) > 1 else "")
+
+
 def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: list, runs: list[Run]) -> None:
+    """mirror with images, mirror --no-images and trafilatura on one fresh loopback web, `--rounds` times.
+
+    Each round runs the three one after another, in the opposite order to the round before, so
+    that a machine whose speed drifts over minutes (a VM's often does) weighs on all alike; the
+    ratios are taken within each round (runs next to each other in time) and reported as medians."""
     web, port = start_web(args.hosts, latency, args.image_hosts)
     n = args.pages
+    kinds = ["images"] + ([] if args.skip_no_images else ["no-images"]) + ([] if args.skip_trafilatura else ["trafilatura"])
+    rounds: list[dict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-") as tmp:
             urls = page_urls(n, args.hosts, port)
-            before, images_before = served(port), images_served(port)
-            ours = run_mirror(urls, Path(tmp) / "mirror", args, web.pid, images=True)
-            fetched, images = served(port) - before, images_served(port) - images_before
-            plain = None
-            if not args.skip_no_images:
-                plain = run_mirror(urls, Path(tmp) / "mirror-no-images", args, web.pid, images=False)
-            theirs = None
-            if not args.skip_trafilatura:
-                before = served(port)
-                theirs = run_trafilatura(urls, Path(tmp) / "trafilatura", args, web.pid)
-                theirs["fetched"] = served(port) - before
+            for number in range(args.rounds):
+                got: dict = {}
+                for kind in kinds if number % 2 == 0 else kinds[::-1]:
+                    folder = Path(tmp) / f"{kind}-{number}"
+                    before, images_before = served(port), images_served(port)
+                    if kind == "trafilatura":
+                        got[kind] = run_trafilatura(urls, folder, args, web.pid)
+                    else:
+                        got[kind] = run_mirror(urls, folder, args, web.pid, images=kind == "images")
+                    got[kind]["fetched"], got[kind]["images"] = served(port) - before, images_served(port) - images_before
+                rounds.append(got)
     finally:
         web.kill()
         web.wait()
 
     at = f"{latency:g} ms"
+    ours = _median_run([r["images"] for r in rounds])
     run = ours["run"]
-    runs.append(run)
+    runs.extend(r[kind]["run"] for r in rounds for kind in kinds)
     rows += [
         (f"mirror fetch, images on, {at}" + (f", --browser {args.browser}" if args.browser != "never" else ""), run.describe(n)),
-        (f"  pages and images, {at}", f"{fetched} pages fetched, {json.dumps(ours['statuses'])}; {images} images served; "
+        (f"  pages and images, {at}", f"{ours['fetched']} pages fetched, {json.dumps(ours['statuses'])}; {ours['images']} images served; "
                                       f"resources {json.dumps(ours['resources'])}"),
     ]
     if "browser" in ours:
@@ -199,25 +220,25 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
             (f"  browser peak memory, {at}", f"{browser['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
         ]
         verdicts.append((f"browser peak memory < 1 GB, {at}", f"{browser['peak_mb']:.0f} MB", browser["peak_mb"] < 1024))
-    if plain:
-        runs.append(plain["run"])
-        slower = run.measured.wall / plain["run"].measured.wall - 1
+    if "no-images" in kinds:
+        plain = _median_run([r["no-images"] for r in rounds])
+        slower = [r["images"]["run"].measured.wall / r["no-images"]["run"].measured.wall - 1 for r in rounds]
         rows.append((f"mirror fetch --no-images, {at}", plain["run"].describe(n)))
-        verdicts.append((f"images cost ≤ 15% of wall, {at}", f"{slower:+.0%}", slower <= 0.15))
-    cores = run.measured.cpu / run.measured.wall
+        verdicts.append((f"images cost ≤ 15% of wall, {at}", _paired(slower, "+.0%"), statistics.median(slower) <= 0.15))
+    cores = statistics.median(r["images"]["run"].measured.cpu / r["images"]["run"].measured.wall for r in rounds)
+    peak = max(r["images"]["run"].measured.peak_mb for r in rounds)
     verdicts.append((f"both cores busy (CPU/wall ≥ 1.8), {at}", f"{cores:.2f}", cores >= 1.8))
-    verdicts.append((f"peak RSS < 400 MB, {at}", f"{run.measured.peak_mb:.0f} MB", run.measured.peak_mb < 400))
-    if theirs:
-        t = theirs["run"]
-        runs.append(t)
-        ratio = t.measured.wall / run.measured.wall
+    verdicts.append((f"peak RSS < 400 MB, {at}", f"{peak:.0f} MB", peak < 400))
+    if "trafilatura" in kinds:
+        theirs = _median_run([r["trafilatura"] for r in rounds])
+        ratios = [r["trafilatura"]["run"].measured.wall / r["images"]["run"].measured.wall for r in rounds]
         rows += [
-            (f"trafilatura --parallel {args.parallel}, {at}", t.describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files"),
-            (f"ratio, {at}", f"{ratio:.2f}x"),
+            (f"trafilatura --parallel {args.parallel}, {at}", theirs["run"].describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files"),
+            (f"ratio, {at}", _paired(ratios, ".2f", "x")),
         ]
         want = TARGETS.get(latency)
         if want:
-            verdicts.append((f"≥ {want}x trafilatura, {at}", f"{ratio:.2f}x", ratio >= want))
+            verdicts.append((f"≥ {want}x trafilatura, {at}", _paired(ratios, ".2f", "x"), statistics.median(ratios) >= want))
 
 
 def main() -> None:
@@ -237,6 +258,8 @@ def main() -> None:
     parser.add_argument("--skip-trafilatura", action="store_true")
     parser.add_argument("--skip-no-images", action="store_true", help="do not also run mirror with --no-images")
     parser.add_argument("--quiet", type=float, default=0.15, help="most cores the rest of the machine may keep busy in a recorded run")
+    parser.add_argument("--rounds", type=int, default=1, help="run the three this many times at each latency, alternating their order; "
+                                                                 "ratios are medians of each round's")
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md (only if every run was quiet)")
     args = parser.parse_args()
 
@@ -244,7 +267,8 @@ def main() -> None:
     mean = extraction_cost()
     rows = [
         ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts; images on "
-                  f"{args.image_hosts} hosts, a third not resolving, a tenth hanging)"),
+                  f"{args.image_hosts} hosts, a third not resolving, a tenth hanging)"
+                  + (f"; {args.rounds} rounds, each run's order reversed from the round before, medians shown" if args.rounds > 1 else "")),
         ("extraction cost", f"{mean * 1000:.1f} ms CPU per page in-process, so the {cores}-core limit is {cores / mean:.1f} pages/s"),
     ]
     verdicts: list[tuple[str, str, bool]] = []
