@@ -224,6 +224,8 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
         plain = _median_run([r["no-images"] for r in rounds])
         slower = [r["images"]["run"].measured.wall / r["no-images"]["run"].measured.wall - 1 for r in rounds]
         rows.append((f"mirror fetch --no-images, {at}", plain["run"].describe(n)))
+        extra = [(r["images"]["run"].measured.cpu - r["no-images"]["run"].measured.cpu) / n * 1000 for r in rounds]
+        rows.append((f"  images cost in CPU, {at}", _paired(extra, "+.1f", " ms") + " a page, all processes"))
         verdicts.append((f"images cost ≤ 15% of wall, {at}", _paired(slower, "+.0%"), statistics.median(slower) <= 0.15))
     cores = statistics.median(r["images"]["run"].measured.cpu / r["images"]["run"].measured.wall for r in rounds)
     peak = max(r["images"]["run"].measured.peak_mb for r in rounds)

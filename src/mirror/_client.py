@@ -183,7 +183,8 @@ class Client:
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
-        self._pools = _direct.Pools(self._tls, per_host)  # for page resources (see mirror._direct)
+        self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host)
+        self._pools = _direct.Pools(self._tls, self._limits)  # for page resources (see mirror._direct)
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
@@ -218,7 +219,7 @@ class Client:
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
                 verify=self._tls,
                 trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY
-                limits=httpx.Limits(max_connections=self.per_host, max_keepalive_connections=self.per_host),
+                limits=self._limits,
             )
         return self._clients[host]
 
@@ -345,7 +346,7 @@ class Client:
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
         http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        pool = self._direct_pool(http, url, parsed, headers) if parsed is not None else None
+        pool = self._direct_pool(http, parsed, headers) if parsed is not None else None
         if pool is None:
             request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
             request_headers = list(request.headers.items())
@@ -417,12 +418,12 @@ class Client:
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop
 
-    def _direct_pool(self, http: httpx.AsyncClient, url: str, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
+    def _direct_pool(self, http: httpx.AsyncClient, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
         """The pool a resource request may go to without httpx's models (see `mirror._direct`):
         none when cookies, a proxy, credentials in the URL or extra headers are involved."""
         if headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https") or len(http.cookies.jar):
             return None
-        return self._pools.get(parsed.netloc.decode("ascii")) if _direct.unproxied(http, parsed) else None
+        return self._pools.get(parsed) if _direct.unproxied(http, parsed) else None
 
     def _direct_headers(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]:
         """The headers `http` would send to `parsed`'s host, raw and as written to WARC; the same for every resource of a host."""

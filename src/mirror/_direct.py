@@ -51,20 +51,24 @@ def unproxied(client: httpx.AsyncClient, url: httpx.URL) -> bool:
 
 
 class Pools:
-    """One httpcore pool per host, as httpx's transport builds it (HTTP/1.1, the client's TLS
-    context, `per_host` connections), on a network backend that knows its sockets."""
+    """One httpcore pool per origin, as httpx's transport builds one (HTTP/1.1, the client's
+    TLS context and limits), on a network backend that knows its sockets."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, per_host: int):
-        self._ssl_context, self._per_host = ssl_context, per_host
-        self._pools: dict[str, httpcore.AsyncConnectionPool] = {}
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits):
+        self._ssl_context, self._limits = ssl_context, limits
+        self._pools: dict[tuple[bytes, bytes], httpcore.AsyncConnectionPool] = {}
         self._backend = _Backend()
 
-    def get(self, host: str) -> httpcore.AsyncConnectionPool:
-        pool = self._pools.get(host)
+    def get(self, url: httpx.URL) -> httpcore.AsyncConnectionPool:
+        key = (url.raw_scheme, url.netloc)
+        pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[host] = httpcore.AsyncConnectionPool(
-                ssl_context=self._ssl_context, max_connections=self._per_host, max_keepalive_connections=self._per_host,
-                keepalive_expiry=5.0, network_backend=self._backend,
+            pool = self._pools[key] = httpcore.AsyncConnectionPool(
+                ssl_context=self._ssl_context,
+                max_connections=self._limits.max_connections,
+                max_keepalive_connections=self._limits.max_keepalive_connections,
+                keepalive_expiry=self._limits.keepalive_expiry,
+                network_backend=self._backend,
             )
         return pool
 
