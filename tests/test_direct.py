@@ -34,7 +34,7 @@ def _records(folder) -> list:
     return out
 
 
-def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None, monkeypatch) -> tuple[list, list, int]:
+def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None, monkeypatch, headers: dict | None = None) -> tuple[list, list, int]:
     """Every URL as a page resource with a fresh client; (exchanges, records, direct sends)."""
     sent = []
     real = _direct.send
@@ -48,7 +48,7 @@ def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None, monk
     async def go():
         writer = CaptureWriter(tmp_path / name)
         client = Client(writer, concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test", "Accept-Encoding": "gzip, deflate"}, cookies=cookies)
+                        headers={"User-Agent": "mirror-test", "Accept-Encoding": "gzip, deflate", **(headers or {})}, cookies=cookies)
         budget = Budget(timeout=3, retries=0, concurrency=4)
         try:
             return [await client.get(url, budget=budget, reach=Reach.LOOPBACK) for url in urls]
@@ -86,6 +86,28 @@ def test_a_resource_sent_directly_is_captured_as_httpx_captures_it(tmp_path, web
     assert len(direct_records) >= 2 * len(urls)
     assert direct[0].ok and direct[0].status == 200 and direct[1].content_type.startswith("text/css")
     assert direct[5].error in (Reason.PROTOCOL, Reason.RESET)
+
+
+def test_a_utf8_location_is_read_as_httpx_reads_it(tmp_path, web, monkeypatch):
+    """httpx decodes a response's headers as UTF-8 when they are not ASCII; a redirect sent
+    that way must lead to the same next URL on both paths."""
+    web.add("/caf\u00e9.png", PNG, "image/png")
+    web.add("/caf%C3%A9.png", PNG, "image/png")
+    url = web.add("/to-cafe", b"", None, status=302, Location="/café.png".encode().decode("latin-1"))  # UTF-8 bytes on the wire
+    direct, direct_records, sent = _fetch(tmp_path, "direct", [url], None, monkeypatch)
+    via_httpx, httpx_records, _ = _fetch(tmp_path, "httpx", [url], CookieJar(), monkeypatch)
+    assert sent == 2
+    assert [_outcome(e) for e in direct] == [_outcome(e) for e in via_httpx]
+    assert direct[0].redirects == [web.url("/café.png")] and direct[0].status == 200, (direct[0].error, direct[0].message)
+    assert direct_records == httpx_records
+
+
+def test_a_host_header_of_the_users_keeps_httpx_behaviour(tmp_path, web, monkeypatch):
+    """--header "Host: …" replaces the Host httpx would add; the direct path would send two."""
+    url = web.add("/hosted.png", PNG, "image/png")
+    direct, direct_records, sent = _fetch(tmp_path, "direct", [url], None, monkeypatch, headers={"Host": "cdn.example"})
+    assert sent == 0 and direct[0].status == 200
+    assert web.recorder.headers["/hosted.png"][-1]["Host"] == "cdn.example"
 
 
 def test_a_cookie_set_by_a_resource_goes_back_to_its_host(tmp_path, web, monkeypatch):

@@ -75,6 +75,31 @@ def test_every_record_carries_digests_that_verify(tmp_path, web):
     assert checked >= 2 * (len(urls) + 2)  # request and response for each page, the image and the redirect hop
 
 
+def test_a_redirect_to_a_chinese_path_is_archived(tmp_path, web):
+    """Chinese sites send Location in raw UTF-8; the page is fetched at the percent-encoded
+    path, and the WARC request record holds the request line as sent (ASCII)."""
+    from .webserver import article
+
+    web.add("/%E6%96%87%E7%AB%A0", article("重定向之后"))
+    url = web.add("/to-zh", b"", None, status=302, Location="/文章".encode().decode("latin-1"))  # UTF-8 on the wire
+    db, _ = fetch_urls(tmp_path, [url])
+    row = page(db, url)
+    assert row["status"] == "archived", row["error_message"]
+    assert row["final_url"] == web.url("/文章")
+    lines = [r.http_headers.statusline for r in _all_records(tmp_path) if r.rec_type == "request"]
+    assert "/%E6%96%87%E7%AB%A0 HTTP/1.1" in lines  # warcio keeps the method apart
+
+
+def _all_records(tmp_path):
+    out = []
+    for path in sorted((tmp_path / "archive" / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                record.content_stream().read()
+                out.append(record)
+    return out
+
+
 def test_gzip_body_is_stored_raw_and_reads_back_decoded(tmp_path, web):
     url = web.url("/gzip")
     db, _ = fetch_urls(tmp_path, [url])

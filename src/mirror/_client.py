@@ -199,10 +199,14 @@ class Client:
         self.offline = False
 
     async def aclose(self) -> None:
-        for client in self._clients.values():
-            await client.aclose()
-        await self._pools.aclose()
-        self._resolver.shutdown(wait=False, cancel_futures=True)
+        try:
+            for client in self._clients.values():
+                await client.aclose()
+        finally:
+            try:
+                await self._pools.aclose()
+            finally:
+                self._resolver.shutdown(wait=False, cancel_futures=True)
 
     def _http(self, url: str) -> httpx.AsyncClient:
         """One connection pool per host: httpx checks every pooled connection on each request."""
@@ -346,7 +350,7 @@ class Client:
                                "a page's resources are fetched from addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
         http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        pool = self._direct_pool(http, parsed, headers) if parsed is not None else None
+        pool = self._direct_pool(http, host, parsed, headers) if parsed is not None else None
         if pool is None:
             request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
             request_headers = list(request.headers.items())
@@ -365,6 +369,8 @@ class Client:
                         response = await http.send(request, stream=True)
                     else:
                         response = await _direct.send(pool, parsed, raw_headers, {"timeout": http.timeout.as_dict(), "trace": turn.trace})
+                        if "set-cookie" in response.headers:  # kept as httpx keeps it, before the body: later requests send it
+                            http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", parsed)))
                     try:
                         body, head, truncated = await self._read_body(response)
                     finally:
@@ -380,8 +386,6 @@ class Client:
                 return _failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
         self.reached = True
         self._answered.add(host)
-        if pool is not None and "set-cookie" in response.headers:  # kept as httpx would: later requests send it
-            http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", parsed)))
         hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
@@ -399,6 +403,7 @@ class Client:
                 response_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
                 body=body,
                 extra_warc_headers={**extra, PAGE_HEADER: original},
+                target=(request.url if pool is None else parsed).raw_path.decode("ascii"),
             )
         )
         body.close()
@@ -418,12 +423,14 @@ class Client:
             hop.retry_after = _retry_after(response.headers.get("retry-after"))
         return hop
 
-    def _direct_pool(self, http: httpx.AsyncClient, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
+    def _direct_pool(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
         """The pool a resource request may go to without httpx's models (see `mirror._direct`):
-        none when cookies, a proxy, credentials in the URL or extra headers are involved."""
-        if headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https") or len(http.cookies.jar):
+        none when cookies, a proxy, credentials in the URL, extra headers or a Host header of
+        the user's (--header) are involved."""
+        if (headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https")
+                or len(http.cookies.jar) or "host" in http.headers):
             return None
-        return self._pools.get(parsed) if _direct.unproxied(http, parsed) else None
+        return self._pools.get(parsed, host) if _direct.unproxied(http, parsed) else None
 
     def _direct_headers(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]:
         """The headers `http` would send to `parsed`'s host, raw and as written to WARC; the same for every resource of a host."""

@@ -34,9 +34,19 @@ def _loads(css: str) -> bool:
     return ("\u0130" in css or "\u0131" in css) and _LOADS.search(css) is not None
 
 
-@functools.lru_cache(maxsize=4096)  # pure, and a page repeats its references (icons, sprites)
 def web_url(url: str, base: str) -> str | None:
     """Absolute http(s) URL without fragment, or None (data:, javascript:, garbage)."""
+    # a page repeats its references (icons, sprites): short ones are remembered, never a
+    # long data: URI (fonts and images inline in CSS run to megabytes)
+    return _web_url(url, base) if len(url) <= 2048 else _resolve(url, base)
+
+
+@functools.lru_cache(maxsize=4096)
+def _web_url(url: str, base: str) -> str | None:
+    return _resolve(url, base)
+
+
+def _resolve(url: str, base: str) -> str | None:
     try:
         absolute = urldefrag(urljoin(base, url.strip())).url
         scheme = urlsplit(absolute).scheme.lower()

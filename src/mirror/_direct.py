@@ -46,21 +46,22 @@ def unproxied(client: httpx.AsyncClient, url: httpx.URL) -> bool:
     False too if this httpx's internals are not the ones known here."""
     try:
         return client._transport_for_url(url) is client._transport
-    except AttributeError:
+    except Exception:  # noqa: BLE001 - internals changed: the httpx path
         return False
 
 
 class Pools:
-    """One httpcore pool per origin, as httpx's transport builds one (HTTP/1.1, the client's
-    TLS context and limits), on a network backend that knows its sockets."""
+    """One httpcore pool per scheme and host (the host as its gate names it, so that one gate's
+    requests never wait in another's pool), built as httpx builds its transport's (HTTP/1.1,
+    the client's TLS context and limits), on a network backend that knows its sockets."""
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits):
         self._ssl_context, self._limits = ssl_context, limits
-        self._pools: dict[tuple[bytes, bytes], httpcore.AsyncConnectionPool] = {}
+        self._pools: dict[tuple[bytes, str], httpcore.AsyncConnectionPool] = {}
         self._backend = _Backend()
 
-    def get(self, url: httpx.URL) -> httpcore.AsyncConnectionPool:
-        key = (url.raw_scheme, url.netloc)
+    def get(self, url: httpx.URL, host: str) -> httpcore.AsyncConnectionPool:
+        key = (url.raw_scheme, host)
         pool = self._pools.get(key)
         if pool is None:
             pool = self._pools[key] = httpcore.AsyncConnectionPool(
@@ -135,15 +136,30 @@ def _readable(sock: socket.socket | None) -> bool:
 
 
 class Headers(dict):
-    """Response headers by lower-case name, repeated fields joined by ", " (as `httpx.Headers.get`),
+    """Response headers by lower-case name, repeated fields joined by ", ", decoded as
+    `httpx.Headers` decodes them (ASCII, else UTF-8, else Latin-1, for all of them at once),
     with the fields as received in `raw`."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]):
         super().__init__()
         self.raw = raw
+        encoding = _encoding(raw)
         for name, value in raw:
-            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+            key, text = name.decode(encoding).lower(), value.decode(encoding)
             self[key] = f"{self[key]}, {text}" if key in self else text
+
+
+def _encoding(raw: list[tuple[bytes, bytes]]) -> str:
+    """As `httpx.Headers.encoding`: a Location or charset sent in UTF-8 reads the same on both paths."""
+    for encoding in ("ascii", "utf-8"):
+        try:
+            for name, value in raw:
+                name.decode(encoding)
+                value.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return encoding
+    return "iso-8859-1"
 
 
 class DirectAnswer:

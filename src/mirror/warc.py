@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
+from urllib.parse import quote, urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -54,6 +55,7 @@ class Capture:
     response_headers: list[tuple[str, str]]
     body: BinaryIO  # raw payload as sent (still content-encoded), seekable
     extra_warc_headers: dict[str, str] | None = None
+    target: str | None = None  # the request line's target as sent (default: from `url`, percent-encoded)
 
 
 @dataclass
@@ -201,14 +203,18 @@ def _derived_record(writer: WARCWriter, item: Derived):
 
 
 def _request_record(writer: WARCWriter, capture: Capture):
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(capture.url)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     http_headers = StatusAndHeaders(
-        f"{capture.method} {target} HTTP/1.1", capture.request_headers, is_http_request=True
+        f"{capture.method} {capture.target or _target(capture.url)} HTTP/1.1", capture.request_headers, is_http_request=True
     )
     return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), length=0, http_headers=http_headers)
+
+
+def _target(url: str) -> str:
+    """The request target of `url` as a client sends it: a redirect to `/搜索` is asked for
+    as `/%E6%90%9C%E7%B4%A2`, and an HTTP request line is ASCII."""
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return quote(target, safe="!#$%&'()*+,/:;=?@[]~")
 
 
 class WarcError(ValueError):
