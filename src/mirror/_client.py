@@ -184,6 +184,7 @@ class Client:
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host)
+        self._timeouts = httpx.Timeout(timeout).as_dict()  # httpcore's per-phase limits, as each client sets them
         self._pools = _direct.Pools(self._tls, self._limits)  # for page resources (see mirror._direct)
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
@@ -218,7 +219,7 @@ class Client:
                 headers = {**headers, **self._private_headers}
             self._clients[host] = _HttpClient(
                 follow_redirects=False,
-                timeout=httpx.Timeout(self.timeout),
+                timeout=httpx.Timeout(self.timeout),  # the same limits as self._timeouts
                 headers=headers,
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
                 verify=self._tls,
@@ -365,10 +366,12 @@ class Client:
             try:
                 async with asyncio.timeout(timeout):
                     if pool is None:
-                        request.extensions["trace"] = turn.trace
+                        if turn.holding:  # the gate waits for the request line to go out
+                            request.extensions["trace"] = turn.trace
                         response = await http.send(request, stream=True)
                     else:
-                        response = await _direct.send(pool, parsed, raw_headers, {"timeout": http.timeout.as_dict(), "trace": turn.trace})
+                        extensions = {"timeout": self._timeouts, "trace": turn.trace} if turn.holding else {"timeout": self._timeouts}
+                        response = await _direct.send(pool, parsed, raw_headers, extensions)
                         if "set-cookie" in response.headers:  # kept as httpx keeps it, before the body: later requests send it
                             http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", parsed)))
                     try:
@@ -413,8 +416,9 @@ class Client:
         if 300 <= response.status_code < 400 and response.status_code != 304 and "location" in response.headers:
             hop.redirect_to = response.headers["location"]
             return hop
-        text = _decode_head(head, response)
-        reason = blocked_reason(response.status_code, url, original, text) if is_htmlish(hop.content_type) or response.status_code >= 400 else None
+        reason = None
+        if is_htmlish(hop.content_type) or response.status_code >= 400:  # an image is never a challenge page
+            reason = blocked_reason(response.status_code, url, original, _decode_head(head, response))
         if reason:
             hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
         elif response.status_code >= 400:
