@@ -184,7 +184,8 @@ class Client:
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host)
-        self._timeouts = httpx.Timeout(timeout).as_dict()  # httpcore's per-phase limits, as each client sets them
+        self._timeout = httpx.Timeout(timeout)
+        self._timeouts = self._timeout.as_dict()  # the same per-phase limits, as httpcore takes them (direct pools)
         self._pools = _direct.Pools(self._tls, self._limits)  # for page resources (see mirror._direct)
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
@@ -219,7 +220,7 @@ class Client:
                 headers = {**headers, **self._private_headers}
             self._clients[host] = _HttpClient(
                 follow_redirects=False,
-                timeout=httpx.Timeout(self.timeout),  # the same limits as self._timeouts
+                timeout=self._timeout,
                 headers=headers,
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
                 verify=self._tls,

@@ -41,11 +41,6 @@ def web_url(url: str, base: str) -> str | None:
     return _web_url(url, base) if len(url) <= 2048 else _resolve(url, base)
 
 
-@functools.lru_cache(maxsize=4096)
-def _web_url(url: str, base: str) -> str | None:
-    return _resolve(url, base)
-
-
 def _resolve(url: str, base: str) -> str | None:
     try:
         absolute = urldefrag(urljoin(base, url.strip())).url
@@ -53,6 +48,9 @@ def _resolve(url: str, base: str) -> str | None:
     except ValueError:
         return None
     return absolute if scheme in ("http", "https") else None
+
+
+_web_url = functools.lru_cache(maxsize=4096)(_resolve)
 
 
 def _walk(tokens, visit: Callable) -> None:
