@@ -204,7 +204,7 @@ def test_an_idle_connection_the_server_closed_is_seen_as_readable():
     """httpcore drops a pooled connection whose socket turned readable while idle (the server hung up)."""
     import socket
 
-    from mirror._direct import _readable
+    from mirror._net import _readable
 
     ours, theirs = socket.socketpair()
     try:

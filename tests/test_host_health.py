@@ -212,3 +212,52 @@ def test_an_image_host_whose_lookup_never_answers_costs_one_resource_timeout(tmp
     assert summary.down_hosts == {}  # pages' hosts all answered
     assert {rows[web.url(f"/img{i}.png")]["status"] for i in range(3)} == {"archived"}
     assert {page(db, u)["status"] for u in pages} == {"archived"}
+
+
+def test_a_resource_many_pages_share_is_asked_for_once_a_run(tmp_path, web, web2):
+    """Pages of one site arrive together and link the same stylesheet and logo: each is asked
+    for once (while in flight, or after it failed for good), and every page keeps its row."""
+    web2.add("/logo.png", PNG, content_type="image/png")
+    shared = [web2.url("/logo.png"), web2.url("/missing.png"), web2.url("/gone")]
+    pages = [web.add(f"/same-site/{i}", with_images(*shared, web2.url("/always-503"))) for i in range(6)]
+    db, _ = fetch_urls(tmp_path, pages, resource_retries=0, concurrency=8)
+    assert {page(db, u)["status"] for u in pages} == {"archived"}
+    assert web2.recorder.hits["/logo.png"] == 1
+    assert web2.recorder.hits["/missing.png"] == 1
+    assert web2.recorder.hits["/gone"] == 1
+    assert 1 <= web2.recorder.hits["/always-503"] <= 6  # shared while in flight, else asked again (below)
+    rows = list(db.query("select page_url, url, status, error from resources"))
+    for u in pages:
+        mine = {r["url"]: (r["status"], r["error"]) for r in rows if r["page_url"] == u}
+        assert mine[web2.url("/missing.png")] == ("failed", "http_404")
+        assert mine[web2.url("/gone")] == ("failed", "http_410")
+        assert mine[web2.url("/always-503")][0] == "failed"
+    assert sum(r["url"] == web2.url("/logo.png") and r["status"] == "archived" for r in rows) >= 1
+
+
+def test_a_failure_a_retry_may_mend_is_asked_for_again_by_the_next_page(tmp_path, web):
+    import asyncio
+
+    from mirror._client import Budget, Client, Reach
+    from mirror.fetch import Seen, fetch_images
+    from mirror.warc import CaptureWriter
+
+    urls = [web.url("/missing.png"), web.url("/always-503"), web.add("/logo.png", PNG, content_type="image/png")]
+
+    async def two_pages():
+        writer = CaptureWriter(tmp_path)
+        client = Client(writer, concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
+                        headers={"User-Agent": "mirror-test"}, cookies=None)
+        budget, seen = Budget(timeout=3, retries=0, concurrency=4), Seen(set())
+        try:
+            return [await fetch_images(client, budget, urls, Reach.LOOPBACK, seen) for _ in range(2)]
+        finally:
+            await client.aclose()
+            writer.close()
+
+    first, second = asyncio.run(two_pages())
+    assert [(e.status, e.ok) for e in first] == [(404, False), (503, False), (200, True)]
+    assert [e.status for e in second] == [404, 503]  # the archived logo is not asked for, nor returned
+    assert web.recorder.hits["/missing.png"] == 1  # failed for good: its outcome again
+    assert web.recorder.hits["/always-503"] == 2
+    assert web.recorder.hits["/logo.png"] == 1

@@ -11,14 +11,14 @@ httpx path.
 
 from __future__ import annotations
 
-import select
-import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
 import httpcore
 import httpx
+
+from . import _net
 
 __all__ = ["DirectAnswer", "Headers", "Pools", "send", "unproxied"]
 
@@ -53,12 +53,12 @@ def unproxied(client: httpx.AsyncClient, url: httpx.URL) -> bool:
 class Pools:
     """One httpcore pool per scheme and host (the host as its gate names it, so that one gate's
     requests never wait in another's pool), built as httpx builds its transport's (HTTP/1.1,
-    the client's TLS context and limits), on a network backend that knows its sockets."""
+    the client's TLS context and limits), on asyncio's own transports (`mirror._net`)."""
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits):
         self._ssl_context, self._limits = ssl_context, limits
         self._pools: dict[tuple[bytes, str], httpcore.AsyncConnectionPool] = {}
-        self._backend = _Backend()
+        self._backend = _net.Backend()
 
     def get(self, url: httpx.URL, host: str) -> httpcore.AsyncConnectionPool:
         key = (url.raw_scheme, host)
@@ -76,63 +76,6 @@ class Pools:
     async def aclose(self) -> None:
         for pool in self._pools.values():
             await pool.aclose()
-
-
-class _Backend(httpcore.AsyncNetworkBackend):
-    """anyio's backend, whose streams look their socket up once (see `_Stream`)."""
-
-    def __init__(self):
-        self._anyio = httpcore.AnyIOBackend()
-
-    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._anyio.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    async def connect_unix_socket(self, path, timeout=None, socket_options=None) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._anyio.connect_unix_socket(path, timeout, socket_options))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._anyio.sleep(seconds)
-
-
-class _Stream(httpcore.AsyncNetworkStream):
-    """An anyio stream whose socket is found once. httpcore asks whether every idle connection
-    of a pool has become readable (closed by the server) twice per request, and anyio
-    answers each question by building a dict of all its attributes."""
-
-    def __init__(self, stream: httpcore.AsyncNetworkStream):
-        self._stream = stream
-        self._socket = stream.get_extra_info("socket")
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._stream.read(max_bytes, timeout)
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._stream.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str):
-        if info == "socket":
-            return self._socket
-        if info == "is_readable":
-            return _readable(self._socket)
-        return self._stream.get_extra_info(info)
-
-
-def _readable(sock: socket.socket | None) -> bool:
-    """Whether a read would return at once (data, or the b"" of a closed connection), as httpcore decides it."""
-    fd = -1 if sock is None else sock.fileno()
-    if fd < 0:
-        return True
-    if not hasattr(select, "poll"):
-        return bool(select.select([fd], [], [], 0)[0])
-    poll = select.poll()
-    poll.register(fd, select.POLLIN)
-    return bool(poll.poll(0))
 
 
 class Headers(dict):

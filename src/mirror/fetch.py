@@ -187,7 +187,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
     )
     image_tasks: list[asyncio.Task] = []
     not_archived: dict[str, tuple[Outcome, str | None]] = {}  # this run's counts the browser pass may change
-    archived_images = archive.archived_resource_urls() if options.images else set()
+    seen = Seen(archive.archived_resource_urls() if options.images else set())
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
         return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url, options.images)
@@ -234,7 +234,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             reach = await _page_reach(client, final_url, options)
 
             async def fetch(urls: list[str]) -> None:
-                for exchange in await fetch_images(client, resources, urls, reach, archived_images):
+                for exchange in await fetch_images(client, resources, urls, reach, seen):
                     fetched[exchange.url] = exchange
 
             def stylesheet(css: str) -> str | None:
@@ -319,22 +319,52 @@ def _internal_failure(url: str, exc: Exception) -> PageResult:
     return PageResult(url, failed, [failed])
 
 
-async def fetch_images(client: Client, budget: Budget, images: list[str], page_reach: Reach, done: set[str]) -> list[Exchange]:
+@dataclass
+class Seen:
+    """What a page's resources need not be asked for again: archived (by any page, in any run),
+    failed in this run in a way no retry mends (a 404 stylesheet that every page of a site
+    links to), or being fetched right now for another page (the pages of one site arrive
+    together and share their stylesheets and logos). Each is asked for once a run."""
+
+    archived: set[str]
+    failed: dict[str, Exchange] = field(default_factory=dict)
+    pending: dict[str, asyncio.Future[Exchange]] = field(default_factory=dict)
+
+
+async def fetch_images(client: Client, budget: Budget, images: list[str], page_reach: Reach, seen: Seen) -> list[Exchange]:
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
-    `done` holds the image URLs already archived (by any page); it grows as images arrive.
-    Returns the outcome of each image fetched (those in `done` are skipped), in order.
+    Returns the outcome of each image not archived before, in order: fetched, or shared with
+    the page that fetched it in this run. `seen` grows as outcomes arrive.
     A page's images are asked for together: the budget's slots and each host's gate pace them,
     and a page with many images on a slow host takes one wait, not one per image.
     """
 
     async def one(image: str) -> Exchange:
-        tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
+        if image in seen.failed:
+            return seen.failed[image]
+        if image in seen.pending:
+            return await asyncio.shield(seen.pending[image])  # a stop cancels this wait, not the fetch
+        outcome = seen.pending[image] = asyncio.get_running_loop().create_future()
+        try:
+            tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
+        except asyncio.CancelledError:
+            outcome.cancel()  # a stop: those waiting stop too
+            raise
+        except Exception as exc:  # those waiting fail as this page's images do
+            outcome.set_exception(exc)
+            outcome.exception()  # retrieved: it is raised in this page's task
+            raise
+        finally:
+            del seen.pending[image]
         if tries[-1].ok:
-            done.add(image)
+            seen.archived.add(image)
+        elif not tries[-1].retryable and tries[-1].error != Reason.PRIVATE_ADDRESS:  # that one depends on the page
+            seen.failed[image] = tries[-1]
+        outcome.set_result(tries[-1])
         return tries[-1]
 
-    return list(await asyncio.gather(*(one(image) for image in dict.fromkeys(images) if image not in done)))
+    return list(await asyncio.gather(*(one(image) for image in dict.fromkeys(images) if image not in seen.archived)))
 
 
 async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
