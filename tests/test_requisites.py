@@ -162,3 +162,19 @@ def test_the_cheap_loads_filter_agrees_with_its_regex():
     cases += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12))) for _ in range(20000)]
     for css in cases:
         assert _loads(css) == bool(_LOADS.search(css)), css
+
+
+def test_the_reference_scan_finds_what_the_regex_finds():
+    """`_reference_matches` tries the case-insensitive regex only where `url(` or `@import`
+    starts; it must find the same matches as scanning with it everywhere (İ, ı, K and ſ fold
+    under re.I; İ also changes length under lower())."""
+    import random
+
+    from mirror._css import _REFERENCE, _reference_matches
+
+    alphabet = list("urlURL@impoIMPOt()\"' ;x/:") + ["\u0130", "\u0131", "\u212a", "中", "ſ", "  "]
+    rng = random.Random(11)
+    cases = ["url(a) URL( 'b' ) @import 'c'", "@IMPORT \"x\" url(url(y))", "url(@import 'a')", "uRl(x)url(y)", "\u0130 url(a)", "@\u0131mport 'x'"]
+    cases += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40))) for _ in range(30000)]
+    for css in cases:
+        assert [m.span() for m in _reference_matches(css)] == [m.span() for m in _REFERENCE.finditer(css)], css
