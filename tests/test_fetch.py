@@ -75,6 +75,55 @@ def test_every_record_carries_digests_that_verify(tmp_path, web):
     assert checked >= 2 * (len(urls) + 2)  # request and response for each page, the image and the redirect hop
 
 
+def test_capture_records_hold_what_warcios_own_writer_writes(tmp_path):
+    """`CaptureWriter` builds a request/response pair itself (warcio's builder cost more than
+    fetching a small image): the same fields, HTTP header blocks and payloads as warcio's
+    writer gives the same capture, non-ASCII values and a truncated GBK body included."""
+    import io
+    import tempfile
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from mirror.warc import Capture, CaptureWriter
+
+    body = "中文正文".encode("gbk") * 500
+    spooled = tempfile.SpooledTemporaryFile()
+    spooled.write(body)
+    capture = Capture(
+        url="http://例子.测试/搜索?q=中", method="GET", target="/%E6%90%9C%E7%B4%A2?q=%E4%B8%AD",
+        request_headers=[("Host", "xn--fsqu00a.xn--0zwm56d"), ("User-Agent", "mirror/1"), ("X-Value", "é")],
+        status=200, reason="OK", http_version="HTTP/1.1",
+        response_headers=[("Content-Type", "text/html; charset=gbk"), ("Transfer-Encoding", "chunked"), ("Content-Disposition", "inline; filename=ü.html")],
+        body=spooled, extra_warc_headers={"Mirror-Page": "http://例子.测试/", "WARC-Truncated": "length"},
+    )
+    CaptureWriter(tmp_path).write(capture)
+    (path,) = (tmp_path / "warc").glob("*.warc.gz")
+    with open(path, "rb") as f:
+        ours = [_fields(record) for record in ArchiveIterator(f, check_digests=True)]
+
+    writer, buffer = WARCWriter(None, gzip=False), io.BytesIO()
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=gbk"), ("Content-Disposition", "inline; filename=ü.html"),
+                                       ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+    response = writer.create_warc_record(capture.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
+                                         warc_headers_dict=capture.extra_warc_headers)
+    request = writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), length=0,
+                                        http_headers=StatusAndHeaders(f"GET {capture.target} HTTP/1.1", capture.request_headers, is_http_request=True))
+    for record in (response, request):
+        WARCWriter(buffer, gzip=False).write_record(record)
+    buffer.seek(0)
+    theirs = [_fields(record) for record in ArchiveIterator(buffer, check_digests=True)]
+    assert ours == theirs
+
+
+def _fields(record) -> tuple:
+    skip = {"WARC-Record-ID", "WARC-Date", "WARC-Concurrent-To"}
+    fields = sorted((k, v) for k, v in record.rec_headers.headers if k not in skip)
+    payload = record.content_stream().read()
+    assert record.digest_checker.passed is not False, record.digest_checker.problems
+    return record.rec_type, fields, record.http_headers.to_str(), payload
+
+
 def test_a_redirect_to_a_chinese_path_is_archived(tmp_path, web):
     """Chinese sites send Location in raw UTF-8; the page is fetched at the percent-encoded
     path, and the WARC request record holds the request line as sent (ASCII)."""

@@ -8,9 +8,12 @@ off on the next run.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import os
 import re
+import uuid
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -104,10 +107,8 @@ class CaptureWriter:
         for item in items:
             heads.append(len(members))
             if isinstance(item, Capture):
-                response = _response_record(builder, item)
-                request = _request_record(builder, item)
-                request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
-                members += [_gzip_member(response, _level(item)), _gzip_member(request, GZIP_LEVEL)]
+                response, request = _capture_records(item, builder.curr_warc_date())
+                members += [_gzip(response, _level(item)), _gzip(request, GZIP_LEVEL)]
             else:
                 level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
                 members.append(_gzip_member(_derived_record(builder, item), level))
@@ -165,29 +166,59 @@ def _level(capture: Capture) -> int:
 
 
 def _gzip_member(record, level: int) -> bytes:
-    """One record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
+    """One warcio record as one gzip member."""
     buffer = io.BytesIO()
     WARCWriter(buffer, gzip=False).write_record(record)
+    return _gzip(buffer.getvalue(), level)
+
+
+def _gzip(record: bytes, level: int) -> bytes:
+    """One record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
     compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    return compressor.compress(buffer.getvalue()) + compressor.flush()
+    return compressor.compress(record) + compressor.flush()
 
 
-def _response_record(writer: WARCWriter, capture: Capture):
+def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
+    """The response record and its request record, byte for byte as warcio's writer writes
+    them (its StatusAndHeaders serialize the HTTP headers), built in one pass: warcio's record
+    builder reads the body twice for its digests and rescans its header list for each field it
+    sets, which cost a small image more than the rest of fetching it."""
     headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
-    capture.body.seek(0, io.SEEK_END)
-    size = capture.body.tell()
-    headers.append(("Content-Length", str(size)))
     capture.body.seek(0)
+    payload = capture.body.read()
+    capture.body.seek(0)
+    headers.append(("Content-Length", str(len(payload))))
     status_line = f"{capture.status} {capture.reason or ''}".strip()
-    http_headers = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
-    return writer.create_warc_record(
-        capture.url,
-        "response",
-        payload=capture.body,
-        length=size,  # known: without it warcio copies the body to a temporary file twice to learn it
-        http_headers=http_headers,
-        warc_headers_dict=capture.extra_warc_headers or {},
+    http_response = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
+    http_request = StatusAndHeaders(
+        f"{capture.method} {capture.target or _target(capture.url)} HTTP/1.1", capture.request_headers, is_http_request=True
     )
+    response_id = _record_id()
+    response = _record("response", response_id, capture.url, date, list((capture.extra_warc_headers or {}).items()), http_response, payload)
+    request = _record("request", _record_id(), capture.url, date, [("WARC-Concurrent-To", response_id)], http_request, b"")
+    return response, request
+
+
+def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders, payload: bytes) -> bytes:
+    block = http.to_ascii_bytes()  # as warcio writes HTTP headers: non-ASCII values %-encoded
+    fields = [
+        ("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Target-URI", url), ("WARC-Date", date), *extra,
+        ("WARC-Payload-Digest", _sha1(payload)), ("WARC-Block-Digest", _sha1(block, payload)),
+        ("Content-Type", f"application/http; msgtype={kind}"), ("Content-Length", str(len(block) + len(payload))),
+    ]
+    head = "WARC/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"  # as warcio: UTF-8
+    return b"".join((head.encode("utf-8"), block, payload, b"\r\n\r\n"))
+
+
+def _record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def _sha1(*parts: bytes) -> str:
+    digest = hashlib.sha1()
+    for part in parts:
+        digest.update(part)
+    return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")
 
 
 def _derived_record(writer: WARCWriter, item: Derived):
@@ -200,13 +231,6 @@ def _derived_record(writer: WARCWriter, item: Derived):
         item.url, item.record_type, payload=io.BytesIO(item.body), length=len(item.body), warc_content_type=item.content_type,
         warc_headers_dict=headers,
     )
-
-
-def _request_record(writer: WARCWriter, capture: Capture):
-    http_headers = StatusAndHeaders(
-        f"{capture.method} {capture.target or _target(capture.url)} HTTP/1.1", capture.request_headers, is_http_request=True
-    )
-    return writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), length=0, http_headers=http_headers)
 
 
 def _target(url: str) -> str:
