@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import re
+import time
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator
@@ -101,16 +102,17 @@ class CaptureWriter:
         Returns the location of each item (of the response record for a Capture).
         """
         out = self._current()
-        builder = WARCWriter(None, gzip=False)
+        builder: WARCWriter | None = None  # for derived records only: it looks the host name up
         members: list[bytes] = []
         heads: list[int] = []  # index in members of each item's located record
         for item in items:
             heads.append(len(members))
             if isinstance(item, Capture):
-                response, request = _capture_records(item, builder.curr_warc_date())
+                response, request = _capture_records(item, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # WARC 1.0: seconds
                 members += [_gzip(response, _level(item)), _gzip(request, GZIP_LEVEL)]
             else:
                 level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
+                builder = builder or WARCWriter(None, gzip=False)
                 members.append(_gzip_member(_derived_record(builder, item), level))
         start = out.tell()
         try:
