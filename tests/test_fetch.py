@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,13 @@ def test_capture_records_hold_what_warcios_own_writer_writes(tmp_path):
     buffer.seek(0)
     theirs = [_fields(record) for record in ArchiveIterator(buffer, check_digests=True)]
     assert ours == theirs
+    with open(path, "rb") as f:
+        response, request = [record.rec_headers for record in ArchiveIterator(f)]
+    assert request.get_header("WARC-Concurrent-To") == response.get_header("WARC-Record-ID")
+    ids = [request.get_header("WARC-Record-ID"), response.get_header("WARC-Record-ID")]
+    assert all(re.fullmatch(r"<urn:uuid:[0-9a-f-]{36}>", i) for i in ids) and ids[0] != ids[1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", response.get_header("WARC-Date"))
+    assert request.get_header("WARC-Date") == response.get_header("WARC-Date")
 
 
 def _fields(record) -> tuple:

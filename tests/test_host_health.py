@@ -235,29 +235,49 @@ def test_a_resource_many_pages_share_is_asked_for_once_a_run(tmp_path, web, web2
     assert sum(r["url"] == web2.url("/logo.png") and r["status"] == "archived" for r in rows) >= 1
 
 
-def test_a_failure_a_retry_may_mend_is_asked_for_again_by_the_next_page(tmp_path, web):
+def _fetch_for_pages(tmp_path, *rounds):
+    """`fetch_images` for pages, with one run's `Seen`: the pages of a round at once, the
+    rounds one after the other. Each page is (urls, reach); returns each round's outcomes."""
     import asyncio
 
-    from mirror._client import Budget, Client, Reach
+    from mirror._client import Budget, Client
     from mirror.fetch import Seen, fetch_images
     from mirror.warc import CaptureWriter
 
-    urls = [web.url("/missing.png"), web.url("/always-503"), web.add("/logo.png", PNG, content_type="image/png")]
-
-    async def two_pages():
+    async def go():
         writer = CaptureWriter(tmp_path)
-        client = Client(writer, concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
+        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
                         headers={"User-Agent": "mirror-test"}, cookies=None)
-        budget, seen = Budget(timeout=3, retries=0, concurrency=4), Seen(set())
+        budget, seen = Budget(timeout=3, retries=0, concurrency=8), Seen(set())
         try:
-            return [await fetch_images(client, budget, urls, Reach.LOOPBACK, seen) for _ in range(2)]
+            return [await asyncio.gather(*(fetch_images(client, budget, urls, reach, seen) for urls, reach in pages)) for pages in rounds]
         finally:
             await client.aclose()
             writer.close()
 
-    first, second = asyncio.run(two_pages())
+    return asyncio.run(go())
+
+
+def test_a_failure_a_retry_may_mend_is_asked_for_again_by_the_next_page(tmp_path, web):
+    from mirror._client import Reach
+
+    urls = [web.url("/missing.png"), web.url("/always-503"), web.add("/logo.png", PNG, content_type="image/png")]
+    [first], [second] = _fetch_for_pages(tmp_path, [(urls, Reach.LOOPBACK)], [(urls, Reach.LOOPBACK)])
     assert [(e.status, e.ok) for e in first] == [(404, False), (503, False), (200, True)]
     assert [e.status for e in second] == [404, 503]  # the archived logo is not asked for, nor returned
     assert web.recorder.hits["/missing.png"] == 1  # failed for good: its outcome again
     assert web.recorder.hits["/always-503"] == 2
     assert web.recorder.hits["/logo.png"] == 1
+
+
+def test_pages_asking_at_once_share_one_request_if_they_may_fetch_alike(tmp_path, web):
+    """A slow stylesheet three pages link at once is asked for once, and all three get its
+    outcome; a page on a public address may not fetch from loopback, so it does not share
+    the loopback pages' answer (nor they its refusal)."""
+    from mirror._client import Reach
+
+    slow = web.url("/slow/shared.css?s=0.5")
+    [a, b, c, public] = _fetch_for_pages(tmp_path, [([slow], Reach.LOOPBACK)] * 3 + [([slow], Reach.PUBLIC)])[0]
+    assert web.recorder.hits["/slow/shared.css"] == 1
+    assert [x[0].status for x in (a, b, c)] == [200] * 3
+    assert public[0].error == "private_address"

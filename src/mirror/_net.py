@@ -28,17 +28,18 @@ class Backend(httpcore.AsyncNetworkBackend):
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options=None) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
+        limit = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with limit:
                 transport, protocol = await loop.create_connection(
                     _Protocol, host, port, local_addr=(local_address, 0) if local_address else None, happy_eyeballs_delay=0.25
                 )
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(exc) from exc
-        except socket.gaierror as exc:  # as anyio: the resolver's own error
-            raise httpcore.ConnectError(exc) from exc
-        except OSError as exc:  # as anyio: one message, the attempt's error as its cause
-            failed = OSError("All connection attempts failed")
+        except OSError as exc:  # TimeoutError is one: ours, or the kernel's ETIMEDOUT
+            if limit.expired():
+                raise httpcore.ConnectTimeout(exc) from exc
+            if isinstance(exc, socket.gaierror):  # as anyio: the resolver's own error
+                raise httpcore.ConnectError(exc) from exc
+            failed = OSError("All connection attempts failed")  # as anyio: the attempt's error as its cause
             failed.__cause__ = exc
             raise httpcore.ConnectError(failed) from failed
         sock = transport.get_extra_info("socket")
@@ -117,6 +118,8 @@ class _Stream(httpcore.AsyncNetworkStream):
                 protocol.reading_paused = False
                 self._transport.resume_reading()
             return chunk
+        if isinstance(protocol.error, ssl.SSLError):  # as anyio: TLS failing mid-body is raised as it is
+            raise protocol.error
         if protocol.error is not None:  # as anyio: a broken connection is a read error, its cause the OS's
             raise httpcore.ReadError() from protocol.error
         return b""
@@ -143,15 +146,13 @@ class _Stream(httpcore.AsyncNetworkStream):
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
+        limit = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with limit:
                 transport = await loop.start_tls(self._transport, self._protocol, ssl_context, server_hostname=server_hostname)
-        except TimeoutError as exc:
+        except OSError as exc:  # ssl.SSLError is one
             self._transport.abort()
-            raise httpcore.ConnectTimeout(exc) from exc
-        except (ssl.SSLError, OSError) as exc:
-            self._transport.abort()
-            raise httpcore.ConnectError(exc) from exc
+            raise (httpcore.ConnectTimeout if limit.expired() else httpcore.ConnectError)(exc) from exc
         self._protocol.transport = transport
         return _Stream(transport, self._protocol)
 

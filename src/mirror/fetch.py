@@ -328,7 +328,7 @@ class Seen:
 
     archived: set[str]
     failed: dict[str, Exchange] = field(default_factory=dict)
-    pending: dict[str, asyncio.Future[Exchange]] = field(default_factory=dict)
+    pending: dict[tuple[str, Reach], asyncio.Future[Exchange]] = field(default_factory=dict)
 
 
 async def fetch_images(client: Client, budget: Budget, images: list[str], page_reach: Reach, seen: Seen) -> list[Exchange]:
@@ -340,31 +340,34 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
     and a page with many images on a slow host takes one wait, not one per image.
     """
 
-    async def one(image: str) -> Exchange:
+    async def one(image: str) -> Exchange | None:
+        if image in seen.archived:  # by a page that finished it since this list was made
+            return None
         if image in seen.failed:
             return seen.failed[image]
-        if image in seen.pending:
-            return await asyncio.shield(seen.pending[image])  # a stop cancels this wait, not the fetch
-        outcome = seen.pending[image] = asyncio.get_running_loop().create_future()
+        key = (image, page_reach)  # what a page may fetch depends on how private its own address is
+        if key in seen.pending:
+            return await asyncio.shield(seen.pending[key])  # a stop cancels this wait, not the fetch
+        outcome = seen.pending[key] = asyncio.get_running_loop().create_future()
         try:
-            tries = await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout)
-        except asyncio.CancelledError:
-            outcome.cancel()  # a stop: those waiting stop too
-            raise
+            final = (await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout))[-1]
+            if final.ok:
+                seen.archived.add(image)
+            elif not final.retryable and final.error != Reason.PRIVATE_ADDRESS:  # that one depends on the page
+                seen.failed[image] = final
+            outcome.set_result(final)
+            return final
         except Exception as exc:  # those waiting fail as this page's images do
             outcome.set_exception(exc)
             outcome.exception()  # retrieved: it is raised in this page's task
             raise
         finally:
-            del seen.pending[image]
-        if tries[-1].ok:
-            seen.archived.add(image)
-        elif not tries[-1].retryable and tries[-1].error != Reason.PRIVATE_ADDRESS:  # that one depends on the page
-            seen.failed[image] = tries[-1]
-        outcome.set_result(tries[-1])
-        return tries[-1]
+            del seen.pending[key]
+            if not outcome.done():
+                outcome.cancel()  # a stop: those waiting stop too
 
-    return list(await asyncio.gather(*(one(image) for image in dict.fromkeys(images) if image not in seen.archived)))
+    found = await asyncio.gather(*(one(image) for image in dict.fromkeys(images) if image not in seen.archived))
+    return [exchange for exchange in found if exchange is not None]
 
 
 async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:

@@ -108,8 +108,7 @@ class CaptureWriter:
         for item in items:
             heads.append(len(members))
             if isinstance(item, Capture):
-                response, request = _capture_records(item, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # WARC 1.0: seconds
-                members += [_gzip(response, _level(item)), _gzip(request, GZIP_LEVEL)]
+                members += _capture_records(item, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # WARC 1.0: seconds
             else:
                 level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
                 builder = builder or WARCWriter(None, gzip=False)
@@ -168,58 +167,68 @@ def _level(capture: Capture) -> int:
 
 
 def _gzip_member(record, level: int) -> bytes:
-    """One warcio record as one gzip member."""
+    """One warcio record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
     buffer = io.BytesIO()
     WARCWriter(buffer, gzip=False).write_record(record)
-    return _gzip(buffer.getvalue(), level)
-
-
-def _gzip(record: bytes, level: int) -> bytes:
-    """One record as one gzip member (warcio's own writer compresses at level 9, 3x slower)."""
     compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    return compressor.compress(record) + compressor.flush()
+    return compressor.compress(buffer.getvalue()) + compressor.flush()
 
 
 def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
-    """The response record and its request record, byte for byte as warcio's writer writes
-    them (its StatusAndHeaders serialize the HTTP headers), built in one pass: warcio's record
+    """The response record and its request record as gzip members, byte for byte as warcio's
+    writer writes them (its StatusAndHeaders serialize the HTTP headers): warcio's record
     builder reads the body twice for its digests and rescans its header list for each field it
     sets, which cost a small image more than the rest of fetching it."""
     headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
-    capture.body.seek(0)
-    payload = capture.body.read()
-    capture.body.seek(0)
-    headers.append(("Content-Length", str(len(payload))))
+    capture.body.seek(0, io.SEEK_END)
+    headers.append(("Content-Length", str(capture.body.tell())))
     status_line = f"{capture.status} {capture.reason or ''}".strip()
     http_response = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
     http_request = StatusAndHeaders(
         f"{capture.method} {capture.target or _target(capture.url)} HTTP/1.1", capture.request_headers, is_http_request=True
     )
     response_id = _record_id()
-    response = _record("response", response_id, capture.url, date, list((capture.extra_warc_headers or {}).items()), http_response, payload)
-    request = _record("request", _record_id(), capture.url, date, [("WARC-Concurrent-To", response_id)], http_request, b"")
+    extra = list((capture.extra_warc_headers or {}).items())
+    response = _record("response", response_id, capture.url, date, extra, http_response, capture.body, _level(capture))
+    request = _record("request", _record_id(), capture.url, date, [("WARC-Concurrent-To", response_id)], http_request, None, GZIP_LEVEL)
     return response, request
 
 
-def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders, payload: bytes) -> bytes:
+def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders,
+            body: BinaryIO | None, level: int) -> bytes:
+    """One record as one gzip member; the body is read in pieces (it may be tens of megabytes)."""
     block = http.to_ascii_bytes()  # as warcio writes HTTP headers: non-ASCII values %-encoded
+    payload, whole, size = hashlib.sha1(), hashlib.sha1(block), 0
+    for piece in _pieces(body):
+        payload.update(piece)
+        whole.update(piece)
+        size += len(piece)
     fields = [
         ("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Target-URI", url), ("WARC-Date", date), *extra,
-        ("WARC-Payload-Digest", _sha1(payload)), ("WARC-Block-Digest", _sha1(block, payload)),
-        ("Content-Type", f"application/http; msgtype={kind}"), ("Content-Length", str(len(block) + len(payload))),
+        ("WARC-Payload-Digest", _sha1(payload)), ("WARC-Block-Digest", _sha1(whole)),
+        ("Content-Type", f"application/http; msgtype={kind}"), ("Content-Length", str(len(block) + size)),
     ]
     head = "WARC/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"  # as warcio: UTF-8
-    return b"".join((head.encode("utf-8"), block, payload, b"\r\n\r\n"))
+    compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    member = [compressor.compress(head.encode("utf-8") + block)]
+    member += [compressor.compress(piece) for piece in _pieces(body)]
+    member += [compressor.compress(b"\r\n\r\n"), compressor.flush()]
+    return b"".join(member)
+
+
+def _pieces(body: BinaryIO | None) -> Iterator[bytes]:
+    if body is not None:
+        body.seek(0)
+        while piece := body.read(1 << 20):
+            yield piece
+        body.seek(0)
 
 
 def _record_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
 
 
-def _sha1(*parts: bytes) -> str:
-    digest = hashlib.sha1()
-    for part in parts:
-        digest.update(part)
+def _sha1(digest) -> str:
     return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")
 
 
