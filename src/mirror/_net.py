@@ -63,8 +63,8 @@ class _Protocol(asyncio.Protocol):
         self.buffered = 0
         self.ended = False
         self.error: BaseException | None = None
-        self.reader: asyncio.Future[None] | None = None  # a read waiting for data
-        self.writer: asyncio.Future[None] | None = None  # a write waiting for the buffer to drain
+        self.reader: _Waiter | None = None  # a read waiting for data
+        self.writer: _Waiter | None = None  # a write waiting for the buffer to drain
         self.reading_paused = self.writing_paused = False
 
     def connection_made(self, transport) -> None:
