@@ -19,13 +19,13 @@ PACKAGE = Path(mirror.__file__).parent
 RANKS = {
     # the bottom: value types, the vocabulary, and helpers that know no stage
     "_types": 0, "_text": 0, "_faults": 0, "_loopback": 0, "_charset": 0, "_sniff": 0, "_blocked": 0, "_direct": 0, "_net": 0,
-    "_segment": 0, "_procmem": 0, "_gc": 0, "_child_call": 0,
+    "_segment": 0, "_procmem": 0, "_gc": 0, "_child_call": 0, "_images": 0,
     # seeds/urls: the link inventory
     "urls": 1, "seeds": 1, "_html_seeds": 1,
     # fetch/warc: HTTP, the browser driver and WARC records
     "warc": 2, "_client": 2, "_render": 2,
     # extract: articles from captures, and the processes that run it
-    "extract": 3, "_markdown": 3, "_pool": 3, "_xpath_prefilter": 3, "_css": 3,
+    "extract": 3, "_markdown": 3, "_pool": 3, "_xpath_prefilter": 3, "_css": 3, "_figures": 3,
     # store: the archive folder and its database (and the search index's layout, which it writes)
     "store": 4, "_fts": 4,
     # pipeline: runs that drive fetch + extract + store

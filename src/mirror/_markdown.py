@@ -1,9 +1,10 @@
 """The article as Markdown for reading, and as plain text, from trafilatura's trees.
 
-One trafilatura pass with links and formatting on gives both: every <img> of the page
-has left a small text marker in the tree (trafilatura's own `images` option would change
-which blocks it takes for the article); the markers that end up in the article become
-Markdown images, and the text drops links, emphasis and markers.
+One trafilatura pass with links and formatting on gives both: every picture of the page
+has left a small text marker in the tree (`_figures`; trafilatura's own `images` option
+would change which blocks it takes for the article); the markers that end up in the
+article become Markdown images, captions in italics, and the text drops links, emphasis,
+markers and captions.
 """
 
 from __future__ import annotations
@@ -11,33 +12,42 @@ from __future__ import annotations
 import re
 from urllib.parse import urldefrag, urljoin
 
-__all__ = ["mark_images", "render_article", "serialize"]
+from ._figures import CAPTION, IMAGE_MARK, mark_number
+
+__all__ = ["flatten_inline_code", "render_article", "serialize"]
 
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
+_BLANK_LINE = re.compile(r"^[ \t]*\n|\n[ \t]*(?=\n|$)")
 _GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
-_LAZY_ATTRS = ("data-src", "data-original", "data-actualsrc", "data-lazy-src")
-# Image markers: Tai Xuan Jing symbols (U+1D306..U+1D319), printable so trafilatura
-# keeps them, and absent from the text of real pages (a page that has them gets no markers)
-_MARK_OPEN, _MARK_CLOSE = "\U0001d306", "\U0001d307"
-_MARK_DIGITS = "".join(chr(0x1D310 + i) for i in range(10))
-_TO_MARK_DIGITS = str.maketrans("0123456789", _MARK_DIGITS)
-_FROM_MARK_DIGITS = str.maketrans(_MARK_DIGITS, "0123456789")
-_IMAGE_MARK = re.compile(f"{_MARK_OPEN}([{_MARK_DIGITS}]+){_MARK_CLOSE}")
 
 
-def mark_images(tree, html: str) -> list[tuple[str, str]]:
-    """Leave a marker after every <img> of `tree` (see `_mark_images`); the (source, alt)
-    of each, by marker number. No markers on a page whose text has marker characters itself."""
-    marked: list[tuple[str, str]] = []
-    if _MARK_OPEN not in html:
-        _mark_images(tree, marked)
-    return marked
+def flatten_inline_code(tree) -> None:
+    """Collapse the white space of `<code>` inside running text, as browsers show it.
+
+    trafilatura writes code that holds a line break as a fenced block, even in the middle of
+    a sentence ("被 ```\nMarkdown Nice\n``` 解决了"): the fence opens there and swallows the
+    rest of the article, its images with it. Code standing alone (in `<pre>`, or with no text
+    around it) keeps its lines.
+    """
+    for code in tree.iter("code"):
+        if "\n" not in code.text_content() or next(code.iterancestors("pre"), None) is not None:
+            continue
+        previous, parent = code.getprevious(), code.getparent()
+        before = previous.tail if previous is not None else parent.text if parent is not None else None
+        if (before or "").strip() or (code.tail or "").strip():
+            code.text = _SPACES.sub(" ", code.text) if code.text else code.text
+            for inner in code.iterdescendants():
+                inner.text = _SPACES.sub(" ", inner.text) if inner.text else inner.text
+                inner.tail = _SPACES.sub(" ", inner.tail) if inner.tail else inner.tail
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> tuple[str, str, list[str]]:
     """(text, Markdown, image URLs shown) of an article extracted with links and
-    formatting on from a tree with image markers: the text without links, emphasis or
-    markers; the Markdown with them, the markers become images. Takes the trees apart."""
+    formatting on from a tree with image markers: the text without links, emphasis,
+    markers or captions; the Markdown with them, the markers become images. Takes the trees apart."""
     from lxml.etree import strip_tags
 
     _resolve_links([body, comments], url)
@@ -45,15 +55,14 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
         if tree is not None:
             _space_links(tree)
     shown: list[str] = []
-    markdown = _IMAGE_MARK.sub(
-        lambda m: _markdown_image(marked, int(m[1].translate(_FROM_MARK_DIGITS)), url, shown), serialize([body], markdown=True)
-    )
-    tail = _IMAGE_MARK.sub("", serialize([comments], markdown=True))
+    markdown = IMAGE_MARK.sub(lambda m: _markdown_image(marked, mark_number(m), url, shown), serialize([body], markdown=True))
+    tail = IMAGE_MARK.sub("", serialize([comments], markdown=True))
     for tree in (body, comments):  # the Markdown is written: unwrap in place rather than copy
         if tree is not None:
             strip_tags(tree, "ref", "hi")
-    text = _IMAGE_MARK.sub("", serialize([body, comments], markdown=False))
-    return text, "\n".join(filter(None, [markdown, tail])), shown
+    text = IMAGE_MARK.sub("", CAPTION.sub("", serialize([body, comments], markdown=False)))
+    text = _BLANK_LINE.sub("", text).strip() if marked else text  # the lines a caption or an image held
+    return text, CAPTION.sub(r"\1", "\n".join(filter(None, [markdown, tail]))), shown
 
 
 def _resolve_links(trees: list, url: str) -> None:
@@ -107,26 +116,7 @@ def serialize(trees: list, markdown: bool) -> str:
             strip_tags(tree, "ref", "hi")
         rendered.append(normalize_unicode(xmltotxt(tree, markdown)).strip())
     joined = "\n".join(r for r in rendered if r)
-    return joined if markdown else re.sub(r"\n[ \t]*(?=\n)", "", joined).strip()
-
-
-def _mark_images(tree, images: list[tuple[str, str]]) -> None:
-    """Put a marker after every <img> of `tree` (after its link, if it is in one: a link
-    holding only an image would be dropped as boilerplate), noting its source and alt
-    text in `images`.
-
-    The source is the lazy-loading one where there is one (WeChat and zhihu keep the
-    real image in data-src / data-original, and a placeholder in src).
-    """
-    after: dict = {}
-    for img in tree.iter("img"):
-        src = next((img.get(a) for a in _LAZY_ATTRS if img.get(a)), None) or img.get("src") or ""
-        images.append((src.strip(), img.get("alt") or ""))
-        marker = f"{_MARK_OPEN}{str(len(images) - 1).translate(_TO_MARK_DIGITS)}{_MARK_CLOSE}"
-        anchor = next(img.iterancestors("a"), None)
-        after.setdefault(anchor if anchor is not None else img, []).append(marker)
-    for element, markers in after.items():
-        element.tail = "".join(markers) + (element.tail or "")
+    return joined if markdown else _BLANK_LINE.sub("", joined).strip()
 
 
 def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown: list[str]) -> str:

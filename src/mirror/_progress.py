@@ -33,6 +33,8 @@ class FetchReporter:
     def start(self, summary: Summary) -> None:
         for repaired in summary.repaired_warcs:
             self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {escape(str(repaired))}")
+        if summary.images_resumed:
+            self.console.print(f"fetching the images of {summary.images_resumed} articles archived before (a reindex or an interrupted run left them)")
         if not self.live:
             self.console.print(f"fetching {summary.total} pages")
             return

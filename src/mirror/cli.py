@@ -320,7 +320,10 @@ def reindex(
 
     with open_archive(archive, lock=True) as store:
         counts = run_reindex(store, workers=workers)
+    due = counts.pop("with images to fetch", 0)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
+    if due:
+        err.print(f"{due} articles now show images not archived yet: the next `mirror fetch` fetches them")
 
 
 @app.command("search")

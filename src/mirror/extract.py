@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ._charset import legacy_chinese
 from ._css import tree_requisites
-from ._markdown import mark_images, render_article, serialize
+from ._images import document_base
+from ._figures import mark_images
+from ._markdown import flatten_inline_code, render_article, serialize
 from ._segment import index_values
 from ._sniff import sniff
 from ._text import decode
@@ -199,7 +201,9 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
     tree = load_html(html)
     document = meta = None
     requisites: list[str] = []
+    base = url
     if tree is not None:
+        base = document_base(tree, url)
         if stylesheets:  # before extraction alters the tree
             requisites = tree_requisites(tree, url)
         options = _options()
@@ -209,6 +213,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
                 meta = None
             marked = mark_images(tree, html)
+            flatten_inline_code(tree)
             try:
                 document = bare_extraction(tree, options=options)  # works on a copy of the tree
             except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
@@ -224,7 +229,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             language=_language(html, ""),
             stylesheets=requisites,
         )
-    text, markdown, images = render_article(document.body, document.commentsbody, marked, url)
+    text, markdown, images = render_article(document.body, document.commentsbody, marked, base)
     document = meta if meta is not None else Document()
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(

@@ -86,6 +86,7 @@ class Summary:
     recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
     down_hosts: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (reason, pages it took down)
     no_host_resolved: bool = False  # every failure was DNS and nothing answered: offline?
+    images_resumed: int = 0  # archived pages whose images this run fetches (after a reindex or an interruption)
 
     def count_down_host(self, host: str, reason: str) -> None:
         self.down_hosts[host] = (reason, self.down_hosts.get(host, (reason, 0))[1] + 1)
@@ -107,6 +108,7 @@ class Summary:
             "recovered": self.recovered,
             "down_hosts": [{"host": h, "reason": r, "pages": n} for h, (r, n) in sorted(self.down_hosts.items())],
             "no_host_resolved": self.no_host_resolved,
+            "images_resumed": self.images_resumed,
         }
 
 
@@ -152,17 +154,19 @@ def run(
     summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]
     pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh)
     summary.total = len(pages)
+    missing_images = archive.pages_missing_images() if options.images else []
+    summary.images_resumed = len(missing_images)
     if on_start:
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render))
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render, missing_images))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render=None) -> None:
+async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render=None, missing_images=()) -> None:
     loop = asyncio.get_running_loop()
     pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
@@ -263,8 +267,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             if page.url in recovered:
                 done(page, *recovered[page.url])
                 summary.recovered += 1
-        if options.images:  # images an interrupted run did not finish
-            image_tasks.extend(asyncio.create_task(images(u, f, i)) for u, f, i in archive.pages_missing_images())
+        # images an interrupted run did not finish, or that a re-extraction found
+        image_tasks.extend(asyncio.create_task(images(u, f, i)) for u, f, i in missing_images)
         await asyncio.gather(*tasks)
         while image_tasks:  # more are added while they run
             batch, image_tasks[:] = list(image_tasks), []

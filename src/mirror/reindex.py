@@ -17,10 +17,12 @@ def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
     """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
     (the workers segment the text for the index); then index the archived pages left.
 
-    Returns counts by resulting status, and `indexed`.
+    Returns counts by resulting status, `indexed`, and `with images to fetch`: articles
+    that now show images not archived yet, which the next `mirror fetch` fetches.
     """
     counts: Counter = Counter()
     batch: list[tuple[str, Extraction]] = []
+    images_due = 0
     with extraction_pool(workers) as pool:
         futures = [
             (url, pool.submit(safe_extract, str(archive.path), location, final))
@@ -31,8 +33,10 @@ def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
             batch.append((url, extraction))
             counts[extraction.status] += 1
             if len(batch) >= BATCH:
-                archive.save_extractions(batch)
+                images_due += archive.save_extractions(batch)
                 batch = []
-    archive.save_extractions(batch)
+    images_due += archive.save_extractions(batch)
     counts["indexed"] = archive.complete_index()
+    if images_due:
+        counts["with images to fetch"] = images_due
     return dict(counts)

@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 
 from ..extract import decode_html
 from .._css import MAX_CSS_BYTES
+from .._images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
@@ -186,6 +187,24 @@ def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
     return _IMG.sub(local_image, cleaned)
 
 
+def _local_pictures(tree, base: str, archived: set[str], datasette) -> None:
+    """Each <img> shows the picture the article shows (`image_source`: lazy attributes,
+    srcset, <picture>), from the archive, or nothing; a <noscript> copy of a scripted
+    image is dropped, as a browser running scripts never shows it (the sandbox runs none)."""
+    copies = [img for img in tree.iter("img") if is_fallback_copy(img)]
+    for img in tree.iter("img"):
+        chosen = image_source(img)
+        src = urldefrag(urljoin(base, chosen)).url if chosen else ""
+        for attribute in ("src", "srcset", *LAZY_ATTRIBUTES, *LAZY_SRCSETS):
+            img.attrib.pop(attribute, None)
+        if src in archived:
+            img.set("src", _resource_path(datasette, src))
+    for img in copies:
+        noscript = next(img.iterancestors("noscript"), None)
+        if noscript is not None and noscript.getparent() is not None:
+            noscript.drop_tree()
+
+
 _LOADING_ATTRIBUTES = frozenset({"srcset", "poster", "background", "lowsrc", "dynsrc", "ping", "imagesrcset"})
 
 
@@ -204,10 +223,12 @@ def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
     except (ValueError, lxml.etree.ParserError):
         return "<!doctype html><p>(this capture could not be parsed)</p>"
     styles = collect_styles(tree, base)  # the cleaner drops <link>s and @imports
+    images_base = document_base(tree, base)
     tree = cleaner.clean_html(tree)
     apply_styles(tree, styles, base, lambda url: _resource_path(datasette, url) if url in archived else None)
     for element in tree.iter("base"):
         element.drop_tree()
+    _local_pictures(tree, images_base, archived, datasette)
     for element in tree.iter():  # other ways to load from the network; the CSP blocks them too
         for attribute in _LOADING_ATTRIBUTES & set(element.attrib):
             del element.attrib[attribute]
@@ -215,13 +236,6 @@ def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
             # an <img>'s src is settled below: archived, or none
             for attribute in [a for a in element.attrib if a.endswith("href") or (a == "src" and element.tag != "img")]:
                 del element.attrib[attribute]
-    for img in tree.iter("img"):
-        lazy = img.get("data-src") or img.get("data-original") or img.get("data-actualsrc")
-        src = urldefrag(urljoin(base, lazy or img.get("src") or "")).url
-        for attribute in ("src", "srcset", "data-src", "data-original", "data-actualsrc"):
-            img.attrib.pop(attribute, None)
-        if src in archived:
-            img.set("src", _resource_path(datasette, src))
     banner = lxml.html.fragment_fromstring(
         f'<div style="background:#ffd;border-bottom:1px solid #cc9;padding:4px 8px;font:13px sans-serif">'
         f"Archived copy of {html.escape(base)} — scripts removed, nothing loads from the network.</div>"

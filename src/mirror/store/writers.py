@@ -162,14 +162,22 @@ class RowWriters:
         self.save_extractions([(url, extraction)])
 
     def save_extractions(self, items: Iterable[tuple[str, Extraction]]) -> int:
-        """Many (re-)extractions in one transaction; returns how many."""
-        count = 0
+        """Many re-extractions in one transaction. An article that now shows an image no
+        page has archived gets its images fetched again by the next `mirror fetch`
+        (`resources_at` cleared). Returns how many such pages there are."""
+        images_due = 0
         with self.db.atomic():
             for url, extraction in items:
                 _update_page(self.db, url, {"status": extraction.status})
                 self._save_extraction(url, extraction)
-                count += 1
-        return count
+                if extraction.status == PageStatus.ARCHIVED and self._images_missing(extraction.images):
+                    _update_page(self.db, url, {"resources_at": None})
+                    images_due += 1
+        return images_due
+
+    def _images_missing(self, images: list[str] | None) -> bool:
+        archived = "select 1 from resources where url = ? and status = ? limit 1"
+        return any(self.db.execute(archived, [image, ResourceStatus.ARCHIVED]).fetchone() is None for image in images or ())
 
     def _save_extraction(self, url: str, extraction: Extraction) -> None:
         row = extraction.as_row()
