@@ -298,3 +298,84 @@ def test_snapshot_shows_each_figure_once_from_the_archive(reader):
     assert len(images) == 2  # the <noscript> copies are gone
     assert "v2-aaa_b.jpg" in images[0] and "/-/mirror/resource?url=" in images[0]
     assert "src=" not in images[1]  # not archived: nothing to load
+
+
+# What a hostile review of the first version found: the article's text is never the price of its
+# pictures, no attribute raises, and the page's own characters are its own.
+
+LONG = "<p>" + "This is a long paragraph of real article text that goes on and on. " * 6 + "</p>"
+
+
+def test_a_block_named_like_an_image_that_holds_prose_is_not_a_figure():
+    """dannychoo's `div.caption-image` holds the photo and the post's paragraphs (a class with
+    "caption" in it trafilatura drops itself: this one says "image")."""
+    article = LONG + '<div class="image-box"><img src="/chart.png" alt="Chart"><div class="bbcode"><p>UNIQUE sentence of the post, short.</p></div></div>' + LONG
+    result = extract(page(article, "en").encode(), "https://blog.example/p", "text/html")
+    assert "UNIQUE sentence" in result.text and "UNIQUE sentence" in result.markdown
+    assert result.images == ["https://blog.example/chart.png"]
+
+
+def test_loose_text_after_an_image_block_stays():
+    """Blogger's `div.separator` before the post's first sentences; a `wp-caption` block the
+    parser closed a paragraph for; a figure inside a paragraph of text."""
+    separator = ('<div class="post-body"><div class="separator" style="clear: both;"><a href="/big.jpg"><img src="/small.jpg"></a></div>'
+                 "FIRST: Jokes about the law of cosines may not be everyone's cup of tea.<br><br>" + LONG + "</div>")
+    wp = ('<p><div class="wp-caption alignright"><img src="/oval.jpg"><p class="wp-caption-text">A year ago.</p></div>'
+          "SECOND: Well, I guess I have hit rock bottom here, not in a way anyone would think.</p>" + LONG)
+    inline = ('<p><figure class="article-picture"><img src="/kevin.jpg" alt="Kevin"><figcaption>Kevin</figcaption></figure>'
+              "THIRD: Drama Desk and Theatre World Award winner Kevin Anderson has joined the cast.</p>" + LONG)
+    for marker, article, image in (("FIRST", separator, "small.jpg"), ("SECOND", wp, "oval.jpg"), ("THIRD", inline, "kevin.jpg")):
+        result = extract(page(LONG + article, "en").encode(), "https://blog.example/p", "text/html")
+        assert marker in result.text, (marker, result.text[:300])
+        assert result.images == [f"https://blog.example/{image}"], marker
+
+
+@pytest.mark.parametrize("markup", [
+    f'<img src="a.jpg" width="{"1" * 5000}">',
+    '<img src="http://[oops/a.jpg">',
+    '<img srcset="http://[oops/a.jpg 100w">',
+    '<img data-src="http://[oops/a.jpg">',
+    '<img data-foo="' + ".jpg?" * 20_000 + ' x">',
+])
+def test_no_attribute_makes_extraction_raise(markup):
+    result = extract(page(LONG + f"<p>x {markup} y</p>" + LONG, "en").encode(), "https://blog.example/p", "text/html")
+    assert result.status == "archived" and "long paragraph" in result.text
+
+
+def test_a_page_that_writes_the_marker_characters_keeps_them():
+    symbols = "<p>The tetragram \U0001d308 (U+1D308) is called Opposition; \U0001d309 is Branching Out. " + "More text. " * 20 + "</p>"
+    entities = "<p>Visible &#x1D308;claim&#x1D309; and &#x1D306;&#x1D310;&#x1D307; as written.</p>"
+    result = extract(page(symbols + entities + '<aside><img src="/ad.jpg"></aside>' + LONG, "en").encode(), "https://blog.example/p", "text/html")
+    assert "\U0001d308 (U+1D308) is called Opposition" in result.text and "Visible \U0001d308claim\U0001d309" in result.text
+    assert result.images == []
+
+
+def test_teasers_avatars_and_buttons_stay_out_and_a_linked_pair_stays_in():
+    article = LONG + ('<p><a href="/full.jpg"><img src="/one.jpg"><span><img src="/two.jpg"></span></a></p>'
+                      '<p><a href="https://share.example/?u=x"><img src="/img/share-twitter.png"></a> '
+                      '<img src="http://s7.addthis.com/static/btn/lg-addthis-en.gif"> <img src="/stats/pixel.gif"></p>') + LONG
+    article += ('<ul class="related"><li class="post"><a href="/other-story"><span class="thumb"><img src="/teaser.jpg"></span></a>'
+                '<div class="story-info"><a href="/other-story">Another story worth a click</a></div></li></ul>')
+    result = extract(page(article, "en").encode(), "https://blog.example/p", "text/html")
+    assert result.images == ["https://blog.example/one.jpg", "https://blog.example/two.jpg"]
+
+
+def test_captions_hold_no_script(tmp_path):
+    article = LONG + '<figure><img src="/h.jpg"><figcaption>A harbour.<script>var secret = 1;</script><style>.x{}</style></figcaption></figure>' + LONG
+    result = extract(page(article, "en").encode(), "https://blog.example/p", "text/html")
+    assert "*A harbour.*" in result.markdown and "secret" not in result.markdown
+
+
+def test_reindex_settles_on_an_image_that_is_gone(tmp_path, web, cli):
+    """An article whose image answers 404: reindex does not count it again and again, and no
+    fetch asks for it again."""
+    web.add("/img/here.png", PNG, content_type="image/png")
+    url = web.add("/gone-image", page(ZH + '<p><img src="/img/here.png"></p><p><img src="/img/gone.png"></p>' + ZH).encode())
+    fetch(tmp_path, [url])
+    assert web.recorder.hits["/img/gone.png"] == 1
+    for _ in range(2):
+        result = cli("reindex", "--archive", str(tmp_path / "archive"))
+        assert "images not archived yet" not in result.output
+        result = cli("fetch", "--archive", str(tmp_path / "archive"), url, "--delay", "0", "--browser", "never")
+        assert "fetching the images of" not in result.output
+    assert web.recorder.hits["/img/gone.png"] == 1

@@ -264,6 +264,31 @@ def _bomb(h, hit, parts):
     h.send(200, gzip_bomb(), {"Content-Encoding": "gzip"})
 
 
+def _bomb_twice_labelled(h, hit, parts):
+    """One gzip layer, two `Content-Encoding: gzip` fields: read back, warcio decodes it once."""
+    h.send_response(200)
+    h.send_header("Content-Type", "text/css" if parts.path.endswith(".css") else "text/html")
+    h.send_header("Content-Encoding", "gzip")
+    h.send_header("Content-Encoding", "gzip")
+    body = gzip_bomb()
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def _utf8_headers(h, hit, parts):
+    """Header values and a status text in raw UTF-8, as servers send them (http.server writes Latin-1)."""
+    raw = lambda text: text.encode().decode("latin-1")  # noqa: E731
+    body = article("头部")
+    h.send_response(200, raw("Café"))
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("X-Note", raw("a=é;b é"))
+    h.send_header("Link", raw("<https://cdn.example/字体.woff2>; rel=preload"))
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
 def _gzip_ok(h, hit, parts):
     h.send(200, gzip.compress(article("压缩的文章")), {"Content-Encoding": "gzip"})
 
@@ -334,6 +359,9 @@ ROUTES = {
     "/big-declared": _big_declared,
     "/bomb": _bomb,
     "/gzip": _gzip_ok,
+    "/bomb-twice": _bomb_twice_labelled,
+    "/bomb-twice.css": _bomb_twice_labelled,
+    "/utf8-headers": _utf8_headers,
     "/cookies": _cookies,
     "/zhihu-403": _zhihu_403,
     "/weixin-verify": _weixin_verify,

@@ -55,8 +55,8 @@ class ChildCall:
             with os.fdopen(handle, "wb") as file:
                 pickle.dump(args, file, protocol=pickle.HIGHEST_PROTOCOL)
             package_root = os.path.realpath(Path(__file__).parent.parent)
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, module, function, name, package_root],
+            self._process = subprocess.Popen(  # -P: not the working folder first on its path (a pickle.py there would run)
+                [sys.executable, "-P", "-c", _CHILD, module, function, name, package_root],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

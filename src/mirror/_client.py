@@ -39,11 +39,13 @@ from . import _direct
 from ._blocked import HINT, blocked_reason
 from ._text import decode
 from ._types import Exchange, Reason, http_error
-from .warc import PAGE_HEADER, Capture, CaptureWriter
+from .warc import PAGE_HEADER, Capture, CaptureWriter, payload_coding
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
 LOOKUP_THREADS = 32  # host name lookups at once
+KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
+SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
 
 
@@ -171,9 +173,10 @@ class Client:
         cookies: CookieJar | None,
         private_headers: dict[str, str] | None = None,
         private_hosts: frozenset[str] | None = None,
+        keepalive: float = KEEPALIVE,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
-        (None: to every host)."""
+        (None: to every host). An idle connection is kept `keepalive` seconds."""
         self.writer = writer
         self.per_host, self.delay = per_host, delay
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
@@ -183,7 +186,7 @@ class Client:
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
-        self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host)
+        self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host, keepalive_expiry=keepalive)
         self._timeout = httpx.Timeout(timeout)
         self._timeouts = self._timeout.as_dict()  # the same per-phase limits, as httpcore takes them (direct pools)
         self._pools = _direct.Pools(self._tls, self._limits)  # for page resources (see mirror._direct)
@@ -199,8 +202,33 @@ class Client:
         self._unresolved: set[str] = set()
         self._answered: set[str] = set()  # hosts that sent a response in this run
         self.offline = False
+        self._sweeper: asyncio.Task | None = None
+
+    def _sweep_soon(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep())
+
+    async def _sweep(self) -> None:
+        """Close kept-alive connections past their keep-alive, every few seconds. httpcore closes
+        them only when their pool is used again, and a page's images on a thousand hosts would
+        each keep a socket open for the rest of the run (and run the process out of descriptors)."""
+        while True:
+            await asyncio.sleep(SWEEP_EVERY)
+            await self.sweep_once()
+
+    async def sweep_once(self) -> None:
+        for pool in [*self._pools.pools(), *(_pool_of(client) for client in self._clients.values())]:
+            for connection in list(getattr(pool, "connections", ())):
+                try:
+                    if connection.has_expired():  # idle past its keep-alive: the pool would close it anyway
+                        await connection.aclose()
+                except Exception:  # noqa: BLE001 - a connection that broke while closing is closed
+                    pass
 
     async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
         try:
             for client in self._clients.values():
                 await client.aclose()
@@ -236,17 +264,24 @@ class Client:
         *,
         budget: Budget | None = None,
         reach: Reach | None = None,
+        same_reach: bool = False,
     ) -> Exchange:
         """GET `url`, following up to max_redirects redirects by hand.
 
         Never raises for anything a URL, a server or a redirect can do: every
         failure is an Exchange with a reason. With `reach`, every hop must be
-        on an address no more private than that (resources of a page).
+        on an address no more private than that (resources of a page); with
+        `same_reach`, every redirect no more private than `url` itself (a page's:
+        a public page that redirects to this machine or the intranet is refused).
         """
+        self._sweep_soon()
         chain = [url]
         current = url
         started: float | None = None
-        for _ in range(self.max_redirects + 1):
+        for hops in range(self.max_redirects + 1):
+            if same_reach and hops == 1 and reach is None:
+                where = await self.reach_of(url)
+                reach = where if isinstance(where, Reach) else Reach.PUBLIC
             hop = await self._hop(current, headers or {}, original=url, budget=budget, reach=reach)
             started = started or hop.started_at  # time spent queueing for a host is not counted
             hop.url, hop.redirects = url, chain[1:]
@@ -275,13 +310,13 @@ class Client:
         return response.json()
 
     def _proxied(self, url: str) -> bool:
-        """`_proxied`, asked once per scheme and host in a run: reading the proxy settings scans
+        """`proxied`, asked once per scheme and host in a run: reading the proxy settings scans
         the whole environment, and requests to a dead image host pile up while its name is looked up."""
         parts = urlsplit(url)
         key = (parts.scheme, parts.hostname)
         answer = self._proxy_answers.get(key)
         if answer is None:
-            answer = self._proxy_answers[key] = _proxied(url)
+            answer = self._proxy_answers[key] = proxied(url)
         return answer
 
     def _gate(self, url: str) -> HostGate:
@@ -295,7 +330,10 @@ class Client:
 
         Requests that wait for the same name share one lookup; `timeout` bounds the wait
         (a slow resolver with a hundred image hosts queued must not hold up a run)."""
-        host = urlsplit(url).hostname or ""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if (parts.netloc or "").lower() in self.down:  # its name was found not to exist meanwhile
+            return self._refused(url, (parts.netloc or "").lower())
         if host not in self._reach:
             try:
                 self._reach[host] = reach_of_ip(host)
@@ -349,7 +387,7 @@ class Client:
                 return where
             if where > reach:
                 return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
-                               "a page's resources are fetched from addresses no more private than the page's own "
+                               "a page's redirects and resources go only to addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
         http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
         pool = self._direct_pool(http, host, parsed, headers) if parsed is not None else None
@@ -402,7 +440,7 @@ class Client:
                 method="GET",
                 request_headers=request_headers,
                 status=response.status_code,
-                reason=response.reason_phrase,
+                reason=_raw_reason(response),
                 http_version=response.http_version,
                 response_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
                 body=body,
@@ -494,8 +532,8 @@ class Client:
     async def _read_body(self, response: httpx.Response | _direct.DirectAnswer) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
         body = tempfile.SpooledTemporaryFile(max_size=1 << 20)
         declared = response.headers.get("content-length", "")
-        encoding = response.headers.get("content-encoding", "").lower().strip()
-        if declared.isdigit() and int(declared) > self.max_bytes and encoding in ("", "identity"):
+        encoding = payload_coding(response.headers.raw)  # what reading the capture back will decode
+        if declared.isdigit() and int(declared) > self.max_bytes and not encoding:
             return body, b"", True
         decoder = _SizeCounter(encoding, self.max_bytes)
         async for chunk in response.aiter_raw():
@@ -503,6 +541,18 @@ class Client:
             if decoder.feed(chunk):
                 return body, bytes(decoder.head), True
         return body, bytes(decoder.head), False
+
+
+def _raw_reason(response: httpx.Response | _direct.DirectAnswer) -> str:
+    """The status text as sent (httpx keeps only its ASCII characters), as Latin-1 like the
+    headers: the WARC record writes it back as the same bytes (`warc._head_bytes`)."""
+    raw = response.extensions.get("reason_phrase") if isinstance(response, httpx.Response) else response.raw_reason
+    return raw.decode("latin-1") if isinstance(raw, bytes) else response.reason_phrase
+
+
+def _pool_of(client: httpx.AsyncClient) -> object | None:
+    """The httpcore pool behind an httpx client (None if httpx's internals changed)."""
+    return getattr(getattr(client, "_transport", None), "_pool", None)
 
 
 def _errno(exc: BaseException) -> int | None:
@@ -524,7 +574,8 @@ def _is_ip(url: str) -> bool:
         return False
 
 
-def _proxied(url: str) -> bool:
+def proxied(url: str) -> bool:
+    """Whether a request for `url` goes through a proxy of the environment (HTTP_PROXY, ...)."""
     parts = urlsplit(url)
     proxies = urllib.request.getproxies()
     return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname or "")
@@ -536,7 +587,9 @@ MAX_DEFLATE_RATIO = 1032
 
 
 class _SizeCounter:
-    """Decodes gzip/deflate in bounded pieces to count the decoded size.
+    """Decodes gzip/deflate in bounded pieces to count the decoded size, with the coding the
+    capture will be read back with (`warc.payload_coding`: two `Content-Encoding: gzip`
+    fields are decoded once, as warcio does, not left uncounted as an unknown `gzip, gzip`).
 
     Past the head kept for recognising blocked pages, a body too small to decode past the
     limit is not decoded here at all (the extraction worker decodes it anyway): its raw
@@ -553,10 +606,16 @@ class _SizeCounter:
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
         elif encoding == "deflate":
             self._zlib = zlib.decompressobj()
+        elif encoding == "deflate_alt":
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+        elif encoding:  # one warcio would decode (brotli, when installed) and this cannot count: refused
+            self.total = limit + 1
         self._encoding = encoding
 
     def feed(self, chunk: bytes) -> bool:
         """Count one raw chunk; True once the decoded size passes the limit."""
+        if self.total > self.limit:
+            return True
         if self._zlib is None:
             return self._count(chunk)
         self._raw += len(chunk)
@@ -606,6 +665,8 @@ def _failed(
 def _classify_error(exc: httpx.HTTPError) -> tuple[Reason, str]:
     text = str(exc) or type(exc).__name__
     lowered = text.lower()
+    if _errno(exc) in (errno.EMFILE, errno.ENFILE):  # anyio says "All connection attempts failed"
+        return Reason.CONNECT, f"cannot connect: too many open files: mirror ran out of file descriptors (ulimit -n): {text}"
     if isinstance(exc, httpx.TimeoutException):
         return Reason.TIMEOUT, f"timed out: {text}"
     if isinstance(exc, httpx.ConnectError):

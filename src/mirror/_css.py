@@ -43,6 +43,8 @@ def web_url(url: str, base: str) -> str | None:
 
 
 def _resolve(url: str, base: str) -> str | None:
+    if _SURROGATE.search(url):  # as a browser reads it (a USVString): no lone surrogate in a URL
+        url = _SURROGATE.sub("\ufffd", url)
     try:
         absolute = urldefrag(urljoin(base, url.strip())).url
         scheme = urlsplit(absolute).scheme.lower()
@@ -51,6 +53,7 @@ def _resolve(url: str, base: str) -> str | None:
     return absolute if scheme in ("http", "https") else None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _web_url = functools.lru_cache(maxsize=4096)(_resolve)
 
 

@@ -73,6 +73,9 @@ class Pools:
             )
         return pool
 
+    def pools(self) -> list[httpcore.AsyncConnectionPool]:
+        return list(self._pools.values())
+
     async def aclose(self) -> None:
         for pool in self._pools.values():
             await pool.aclose()
@@ -108,12 +111,12 @@ def _encoding(raw: list[tuple[bytes, bytes]]) -> str:
 class DirectAnswer:
     """The parts of an `httpx.Response` the client reads, from an httpcore response."""
 
-    __slots__ = ("_response", "status_code", "reason_phrase", "http_version", "headers")
+    __slots__ = ("_response", "status_code", "reason_phrase", "raw_reason", "http_version", "headers")
 
     def __init__(self, response: httpcore.Response):
         self._response = response
         self.status_code = response.status
-        reason = response.extensions.get("reason_phrase")
+        reason = self.raw_reason = response.extensions.get("reason_phrase")
         self.reason_phrase = httpx.codes.get_reason_phrase(response.status) if reason is None else reason.decode("ascii", errors="ignore")
         self.http_version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", errors="ignore")
         self.headers = Headers(response.headers)

@@ -11,9 +11,9 @@ so an article's image and its snapshot's are the same archived file.
 from __future__ import annotations
 
 import re
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
 
-__all__ = ["LAZY_ATTRIBUTES", "LAZY_SRCSETS", "TARGET_WIDTH", "attribute_image", "document_base", "image_source", "in_noscript", "is_decoration", "is_fallback_copy", "parse_srcset", "usable"]
+__all__ = ["LAZY_ATTRIBUTES", "LAZY_SRCSETS", "TARGET_WIDTH", "absolute_url", "attribute_image", "document_base", "image_source", "in_noscript", "is_decoration", "is_fallback_copy", "parse_srcset", "usable"]
 
 # Where lazy loaders keep the real image, most specific first: zhihu sets both
 # data-actualsrc (the picture shown) and data-original (its full-size original).
@@ -148,36 +148,55 @@ def attribute_image(element) -> str | None:
     as Readability finds lazy images: `data-hi-res`, a `<figure itemid>` whose picture a
     script inserts, ..."""
     for name, value in element.attrib.items():
-        if name in ("src", "srcset", "alt"):
+        value = value.strip()
+        if name in ("src", "srcset", "alt") or len(value) > _MAX_ATTRIBUTE or not _IMAGE_NAME.search(value):
             continue
-        if _SRCSET_VALUE.search(value):
-            picked = _pick(parse_srcset(value))
-        elif _URL_VALUE.match(value):
-            picked = usable(value)
+        if any(c.isspace() for c in value):  # candidates with descriptors
+            picked = _pick([c for c in parse_srcset(value) if c[2] and _IMAGE_NAME.search(c[0])])
         else:
-            continue
+            picked = usable(value) if _IMAGE_URL.search(value) else None
         if picked:
             return picked
     return None
 
 
-_SRCSET_VALUE = re.compile(r"\.(jpe?g|png|webp|avif|gif)\S*\s+\d", re.I)
-_URL_VALUE = re.compile(r"^\s*\S+\.(jpe?g|png|webp|avif|gif)(\?\S*)?\s*$", re.I)
+_MAX_ATTRIBUTE = 16_384  # an image URL (or a srcset of them) is never longer
+_IMAGE_NAME = re.compile(r"\.(?:jpe?g|png|webp|avif|gif)", re.I)
+_IMAGE_URL = re.compile(r"\.(?:jpe?g|png|webp|avif|gif)(?:[?#]|$)", re.I)  # the name's end, or its query's start
 
 
-def is_decoration(img) -> bool:
-    """Not a picture of the article: a tracking pixel (every size it gives 1 or 0), an image the page
-    hides (`display: none` or `hidden` on it or around it), or one whose class or id calls
-    it an avatar, a logo, an icon, an emoji or a QR code (or whose parent's calls it an
-    avatar or a logo: `<a class="logo">`, `<span class="avatar">`)."""
-    sizes = [re.match(r"\s*(\d+)\s*(?:px)?\s*$", img.get(attribute) or "") for attribute in ("width", "height")]
+def absolute_url(src: str, base: str) -> str | None:
+    """`src` resolved against `base`, without its fragment, if that is an http(s) URL; None for
+    anything else (`javascript:`, a URL Python cannot parse, such as `http://[oops/`)."""
+    try:
+        absolute = urldefrag(urljoin(base, src)).url if src else ""
+    except ValueError:
+        return None
+    return absolute if absolute.startswith(("http://", "https://")) else None
+
+
+def is_decoration(img, src: str | None = None) -> bool:
+    """Not a picture of the article: a tracking pixel (every size it gives 1 or 0, or a
+    counter's or share button's address), an image the page hides (`display: none` or
+    `hidden` on it or around it), or one whose class or id calls it an avatar, a logo, an
+    icon, an emoji or a QR code (or whose parent's calls it an avatar or a logo: `<a
+    class="logo">`, `<span class="avatar">`), or that sits in an ad's or a menu item's box
+    (by the class or id of one of its four nearest ancestors), or
+    whose file name (`src`, its chosen source) says it is a pixel, a spacer, an icon, a
+    button or a badge."""
+    sizes = [re.match(r"\s*0*(\d{1,6})\s*(?:px)?\s*$", img.get(attribute) or "") for attribute in ("width", "height")]
     if any(sizes) and all(int(size[1]) <= 1 for size in sizes if size):  # 570x0 is a lazy image, not a pixel
         return True
     if _DECORATION.search(" ".join(filter(None, (img.get("class"), img.get("id"))))):
         return True
+    if src and _DECORATION_URL.search(src[:2048]):
+        return True
     parent = img.getparent()
     if parent is not None and _WRAPPER_DECORATION.search(" ".join(filter(None, (parent.get("class"), parent.get("id"))))):
         return True
+    for element in [*img.iterancestors()][:4]:  # an ad's, a menu's or a share bar's box
+        if _BOX_DECORATION.search(" ".join(filter(None, (element.get("class"), element.get("id"))))):
+            return True
     for element in (img, *img.iterancestors()):
         if element.get("hidden") is not None or _HIDDEN.search(element.get("style") or ""):
             return True
@@ -185,6 +204,15 @@ def is_decoration(img) -> bool:
 
 
 _DECORATION = re.compile(r"avatar|logo|icon|emoji|emoticon|qr_?code|gravatar|sprite|spinner", re.I)
+# counters, share buttons and badges by their address: hosts that serve nothing else, and file names
+_DECORATION_URL = re.compile(
+    r"^(?:https?:)?//(?:[^/]*\.)?(?:gravatar\.com|addthis\.com|sharethis\.com|printfriendly\.com|doubleclick\.net"
+    r"|feedburner\.com|google-analytics\.com|scorecardresearch\.com|quantserve\.com|facebook\.com/tr|pixel\.[^/]+)"
+    r"|(?:^|/)[^/?#]*(?:^|[-_./])(?:1x1|1px|pixel|spacer|blank|transparent|icon\d*|icons?_[^/?#]*|button|btn|badge|share|sprite)"
+    r"(?:[-_.\d][^/?#]*)?(?:[?#]|$)",
+    re.I,
+)
+_BOX_DECORATION = re.compile(r"advert|sponsor|adsense|(?:^|[\s_-])ads?(?:$|[\s_-])|menuitem|menu-item", re.I)
 _WRAPPER_DECORATION = re.compile(r"avatar|logo|qr_?code", re.I)
 _HIDDEN = re.compile(r"display\s*:\s*none", re.I)
 
@@ -206,16 +234,21 @@ def in_noscript(element) -> bool:
     return next(element.iterancestors("noscript"), None) is not None
 
 
-def is_fallback_copy(img) -> bool:
+def is_fallback_copy(img, seen: dict | None = None) -> bool:
     """An image inside `<noscript>` is the scripted image's copy when the element around the
     `<noscript>` (its `<figure>`, else its parent) shows another image outside one: zhihu's
-    figures hold both. A browser running scripts shows only the other one."""
+    figures hold both. A browser running scripts shows only the other one. `seen` keeps the
+    answer per container for the rest of the page (a thousand copies in one container are
+    looked at once)."""
     noscript = next(img.iterancestors("noscript"), None)
     if noscript is None:
         return False
     container = next(noscript.iterancestors("figure"), None)
     if container is None:
         container = noscript.getparent()
-    return container is not None and any(
-        other is not img and not in_noscript(other) and image_source(other) for other in container.iter("img")
-    )
+    if container is None:
+        return False
+    seen = {} if seen is None else seen
+    if container not in seen:
+        seen[container] = any(not in_noscript(other) and image_source(other) for other in container.iter("img"))
+    return seen[container]

@@ -10,9 +10,9 @@ markers and captions.
 from __future__ import annotations
 
 import re
-from urllib.parse import urldefrag, urljoin
 
 from ._figures import CAPTION, IMAGE_MARK, mark_number
+from ._images import absolute_url
 
 __all__ = ["flatten_inline_code", "render_article", "serialize"]
 
@@ -55,14 +55,19 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
         if tree is not None:
             _space_links(tree)
     shown: list[str] = []
-    markdown = IMAGE_MARK.sub(lambda m: _markdown_image(marked, mark_number(m), url, shown), serialize([body], markdown=True))
-    tail = IMAGE_MARK.sub("", serialize([comments], markdown=True))
+    markdown, tail = serialize([body], markdown=True), serialize([comments], markdown=True)
+    if marked:
+        markdown = IMAGE_MARK.sub(lambda m: _markdown_image(marked, mark_number(m), url, shown), markdown)
+        tail = IMAGE_MARK.sub("", tail)
     for tree in (body, comments):  # the Markdown is written: unwrap in place rather than copy
         if tree is not None:
             strip_tags(tree, "ref", "hi")
-    text = IMAGE_MARK.sub("", CAPTION.sub("", serialize([body, comments], markdown=False)))
-    text = _BLANK_LINE.sub("", text).strip() if marked else text  # the lines a caption or an image held
-    return text, CAPTION.sub(r"\1", "\n".join(filter(None, [markdown, tail]))), shown
+    markdown = "\n".join(filter(None, [markdown, tail]))
+    text = serialize([body, comments], markdown=False)
+    if not marked:  # no markers on this page: any such characters are its own text
+        return text, markdown, shown
+    text = _BLANK_LINE.sub("", IMAGE_MARK.sub("", CAPTION.sub("", text))).strip()  # the lines a caption or an image held
+    return text, CAPTION.sub(r"\1", markdown), shown
 
 
 def _resolve_links(trees: list, url: str) -> None:
@@ -125,8 +130,8 @@ def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown:
     if index >= len(images):
         return ""
     src, alt = images[index]
-    absolute = urldefrag(urljoin(base, src)).url if src else ""
-    if not absolute.startswith(("http://", "https://")):
+    absolute = absolute_url(src, base)
+    if absolute is None:
         return ""
     if absolute not in shown:
         shown.append(absolute)

@@ -20,9 +20,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
+from urllib.parse import urljoin, urlsplit
 
 from ._blocked import blocked_reason
-from ._client import Reach
+from ._client import Reach, proxied
 from ._procmem import browser_pss_mb
 from ._types import RenderError
 from .warc import Capture
@@ -40,8 +41,11 @@ LAUNCH_ARGS = [
     "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
     "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
     "--disable-extensions",
-    # a page kept for the back button would hold its memory until the context closes
-    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache",
+    # a page kept for the back button would hold its memory until the context closes; Local
+    # Network Access would take a document our route fulfilled for a public one and refuse its
+    # loopback requests: which addresses a page may reach is our route's rule (`_Visit.route`)
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache,"
+    "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 FULL_PAGE_MAX_HEIGHT = 8000  # the full-page screenshot stops here (10 screens)
@@ -51,6 +55,9 @@ LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) 
 POLL = 0.1
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
 MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+PAGE_MB = 300.0  # what a page in flight may add to MEMORY_MB: past both, the page is stopped (the 1 GB bound)
+MEMORY_POLL = 1.0  # seconds between two looks at the browser's memory during a page
+MAX_REDIRECTS = 10  # a navigation's redirects checked hop by hop, as the HTTP fetcher follows them
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
 
 
@@ -118,11 +125,13 @@ class Renderer:
         max_bytes: int,
         memory_mb: float | None = None,
         reach_of: Callable[[str], Awaitable[object]] | None = None,
+        private_hosts: frozenset[str] | None = None,
     ):
         """`memory_mb` defaults to `memory_limit_mb()`; `reach_of` says how private a URL's
-        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit."""
+        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit.
+        `headers` (the user's --header values) go only to `private_hosts` (None: to every host)."""
         self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
-        self.user_agent, self.headers = user_agent, headers
+        self.user_agent, self.headers, self.private_hosts = user_agent, headers, private_hosts
         self.cookies = [_playwright_cookie(c) for c in cookies]
         self.memory_mb = memory_limit_mb() if memory_mb is None else memory_mb
         self.reach_of = reach_of
@@ -136,6 +145,7 @@ class Renderer:
         self._using: Counter = Counter()  # browser -> renders in it now
         self._released = asyncio.Condition()
         self._unusable: str | None = None
+        self._over: dict[object, str] = {}  # browser -> why it was stopped for its memory
 
     async def render(self, url: str, reach: Reach | None = None) -> Rendered:
         """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`.
@@ -160,13 +170,28 @@ class Renderer:
                 await self._release(browser, result)
             return result
 
+    async def _watch_memory(self, browser) -> None:
+        """During a page: stop the browser once it passes `memory_mb` + PAGE_MB (canvases,
+        ArrayBuffers and workers are outside the script heap's limit, and a page can take
+        gigabytes between two checks at the page's end)."""
+        bound = max(self.memory_mb, MEMORY_MB) + PAGE_MB  # the 1 GB bound, or the user's limit and a page
+        while browser.is_connected():
+            await asyncio.sleep(MEMORY_POLL)
+            used = await asyncio.to_thread(browser_pss_mb, os.getpid())
+            if used > bound and browser.is_connected():
+                self._over[browser] = f"the browser passed {bound:g} MB ({used:.0f} MB) during this page (or another tab's); it was stopped"
+                await self._replace(browser)
+                return
+
     async def _visit(self, browser, result: Rendered, reach: Reach | None) -> None:
         context = None
+        watcher = asyncio.ensure_future(self._watch_memory(browser)) if self.memory_mb else None
         try:
             async with asyncio.timeout(self.timeout + GRACE):
                 context = await browser.new_context(
                     user_agent=self.user_agent,
-                    extra_http_headers=self.headers,
+                    # for every request; else they are added by the route, to the seed hosts only
+                    extra_http_headers=self.headers if self.private_hosts is None else None,
                     viewport=VIEWPORT,
                     accept_downloads=False,
                     service_workers="block",  # their fetches would not be seen, so not captured
@@ -175,15 +200,19 @@ class Renderer:
                 if self.cookies:
                     await context.add_cookies(self.cookies)
                 visit = _Visit(self, context, result)
-                if reach is not None and self.reach_of is not None:
-                    await visit.guard(reach)
+                guarded = reach is not None and self.reach_of is not None
+                if guarded or (self.headers and self.private_hosts is not None):
+                    await visit.route(reach if guarded else None)
                 await visit.run()
         except TimeoutError:
             result.error = RenderError.HUNG
             result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
             await self._replace(browser)
         except Exception as exc:  # noqa: BLE001 - a page must not end the run
-            if not browser.is_connected():
+            if browser in self._over:
+                result.error = RenderError.MEMORY
+                result.notes.append(self._over[browser])
+            elif not browser.is_connected():
                 result.error = RenderError.CRASH
                 result.notes.append(f"the browser crashed ({_short(exc)}); it was restarted")
                 await self._replace(browser)
@@ -191,6 +220,12 @@ class Renderer:
                 result.error = result.error or RenderError.FAILED
                 result.notes.append(_short(exc))
         finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            if browser in self._over and result.error != RenderError.MEMORY:  # stopped while the page went on
+                result.error, result.dom, result.screenshot, result.full_screenshot = RenderError.MEMORY, None, None, None
+                result.notes.append(self._over[browser])
             if context is not None:
                 try:
                     async with asyncio.timeout(10):
@@ -284,6 +319,7 @@ class _Visit:
         self.download_started = asyncio.Event()
         self.in_flight: dict[object, float] = {}  # request -> when it started
         self.last_request = self.loop.time()
+        self.reach: Reach | None = None  # with `route`: how private the page's requests may be
 
     def left_ms(self, cap: float | None = None) -> float:
         left = max(self.deadline - self.loop.time(), 0.05)
@@ -343,6 +379,8 @@ class _Visit:
         those pending for LONG_REQUEST, a long poll or a hanging tracker) and no DOM change.
         Ends at the deadline, which marks the render as timed out."""
         while True:
+            if self.page.is_closed():  # the browser was stopped under it (its memory)
+                raise RuntimeError("the page was closed while it settled")
             now = self.loop.time()
             waiting = [t for t in self.in_flight.values() if now - t < LONG_REQUEST]
             changed = await self._dom_changed_ago()
@@ -383,6 +421,11 @@ class _Visit:
 
     async def _capture(self) -> None:
         page = self.page
+        if not await self._allowed(page.url, count=False):  # landed where it may not (a redirect behind a proxy)
+            self.result.final_url = page.url
+            self.result.error = RenderError.BLOCKED
+            self.result.notes.append("the page navigated to a more private address than its own; nothing of it was kept (--allow-private to allow)")
+            return
         for _ in range(3):
             try:
                 self.result.dom = (await page.content()).encode("utf-8")
@@ -424,32 +467,71 @@ class _Visit:
         except Exception:  # noqa: BLE001
             pass
 
-    async def guard(self, reach: Reach) -> None:
-        """Route every request (and WebSocket) of the page through the address rule.
+    async def route(self, reach: Reach | None) -> None:
+        """Route every request (and WebSocket) of the page: through the address rule (with a
+        `reach`), and with the user's --header values for the seed hosts only.
 
-        Chromium follows redirects without asking the route again: a redirect from an allowed
-        address to a more private one is not caught here."""
+        Chromium follows a redirect without asking the route again, and the headers a route
+        adds go along with it. So a request to a seed host is fetched here with the user's
+        headers, one hop: a redirect goes back to the browser as it is, which follows it
+        without them. A navigation (with a `reach`) is fetched here too, its redirects hop by
+        hop, each checked: one to a more private address is refused before it is asked for.
+        (The fetches here do not go through a proxy: behind one, the browser sends no
+        --header values, and a navigation's redirects are checked once it has landed.)"""
         self.reach = reach
         await self.context.route("**/*", self._route)
-        await self.context.route_web_socket(re.compile(".*"), self._route_socket)
+        if reach is not None:
+            await self.context.route_web_socket(re.compile(".*"), self._route_socket)
 
-    async def _allowed(self, url: str) -> bool:
-        if not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
+    async def _allowed(self, url: str, count: bool = True) -> bool:
+        if self.reach is None or not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
             return True  # data:, blob: and the like never leave the browser; the page itself is asked for
         where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
         if isinstance(where, Reach) and where > self.reach:
-            self.counts["private"] += 1
+            self.counts["private"] += count
             return False
         return True  # a name that does not resolve fails in the browser as it would anyway
 
+    def _private_headers(self, url: str) -> dict[str, str]:
+        hosts = self.renderer.private_hosts
+        return self.renderer.headers if hosts is not None and (urlsplit(url).hostname or "") in hosts else {}
+
     async def _route(self, route) -> None:
         try:
-            if await self._allowed(route.request.url):
-                await route.continue_()
-            else:
+            request = route.request
+            if not await self._allowed(request.url):
                 await route.abort("blockedbyclient")
+                return
+            if proxied(request.url):
+                await route.continue_()
+                return
+            extra = self._private_headers(request.url)
+            navigation = self.reach is not None and request.is_navigation_request()
+            if not extra and not navigation:
+                await route.continue_()
+                return
+            # (the context's cookies go with it: the fetch is the browser context's)
+            response = await route.fetch(headers={**request.headers, **extra} if extra else None, max_redirects=0)
+            if navigation and not await self._redirects_allowed(route, response):
+                await route.abort("blockedbyclient")
+                return
+            await route.fulfill(response=response)
         except Exception:  # noqa: BLE001 - the page or its context closed meanwhile
             pass
+
+    async def _redirects_allowed(self, route, response) -> bool:
+        """Whether every hop of a navigation's redirects is allowed, asked hop by hop (the
+        browser then follows them itself, unasked)."""
+        url = route.request.url
+        for _ in range(MAX_REDIRECTS):
+            location = response.headers.get("location") if 300 <= response.status < 400 else None
+            if not location:
+                return True
+            url = urljoin(url, location)
+            if not url.startswith(("http://", "https://")) or not await self._allowed(url):
+                return False
+            response = await route.fetch(url=url, max_redirects=0)
+        return False
 
     async def _route_socket(self, socket) -> None:
         try:
@@ -488,8 +570,9 @@ class _Visit:
         task.add_done_callback(self.saving.discard)
 
     async def _save(self, request) -> None:
-        """A response the browser received, as a WARC capture (so the snapshot can be replayed)."""
-        if not request.url.startswith(("http://", "https://")):
+        """A response the browser received, as a WARC capture (so the snapshot can be replayed);
+        not one from a more private address than the page may reach (a redirect got there)."""
+        if not request.url.startswith(("http://", "https://")) or not await self._allowed(request.url, count=False):
             return
         try:
             response = await request.response()

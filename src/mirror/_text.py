@@ -29,8 +29,10 @@ def _pattern(keep: str) -> re.Pattern:
 
 
 # Codecs Python knows that no web page is written in; some raise on any input
-# (idna refuses errors="replace", punycode fails on any byte above 127).
-_NOT_CHARSETS = frozenset({"idna", "punycode", "unicode-escape", "raw-unicode-escape"})
+# (idna refuses errors="replace", punycode fails on any byte above 127). UTF-7 is not in
+# the WHATWG Encoding Standard either (browsers ignore it: a way to smuggle markup), and it
+# decodes to lone surrogates, which no URL or database value may hold.
+_NOT_CHARSETS = frozenset({"idna", "punycode", "unicode-escape", "raw-unicode-escape", "utf-7"})
 
 
 def decode(data: bytes, charset: str | None, errors: str = "strict") -> str | None:

@@ -71,6 +71,7 @@ class Reason(StrEnum):
     REDIRECT_LOOP = "redirect_loop"
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PRIVATE_ADDRESS = "private_address"
+    TOO_MANY = "too_many"  # a page's images past the number fetched for one page
     INTERNAL = "internal"
     RELATIVE = "relative"
     MALFORMED = "malformed"
@@ -88,6 +89,7 @@ class RenderError(StrEnum):
     FAILED = "render_failed"  # navigation refused (a download, a network error)
     HUNG = "render_hung"  # the page stopped the browser answering; it was restarted
     CRASH = "browser_crash"  # the browser died (maybe restarted for another tab's hang)
+    MEMORY = "render_memory"  # the browser passed its memory bound during the page; it was stopped
     BLOCKED = Reason.BLOCKED.value  # still a challenge after rendering
 
 
@@ -210,10 +212,12 @@ class Extraction:
     # the stylesheets the page links and the URLs its inline CSS loads, found on the tree
     # extraction parses anyway (when asked for: fetch captures them, not stored here)
     stylesheets: list[str] = field(default_factory=list)
+    note: str | None = None  # what went wrong while extracting, for a person (`pages.extract_note`)
 
     def as_row(self) -> dict:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
+        row["extract_note"] = row.pop("note")
         del row["search_index"], row["stylesheets"]
         return row
 

@@ -17,6 +17,7 @@ import asyncio
 import os
 import re
 import shutil
+import sqlite3
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
@@ -30,7 +31,7 @@ from ._client import HostGate, Reach
 from ._faults import crash_point
 from ._render import Rendered, Renderer, memory_limit_mb
 from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
-from ._pool import run_extraction
+from ._pool import safe_extract
 from .store import Archive, now
 from .store.queries import warc_location, warc_values
 
@@ -94,10 +95,10 @@ def needs_render(archive: Archive, page: dict, mode: BrowserMode) -> bool:
     if mode is BrowserMode.ALWAYS or page["status"] != PageStatus.ARCHIVED:
         return True  # no text, or a challenge
     try:  # a thin page: is it an application shell that JavaScript fills in?
-        _, body = warc.read_payload(archive.path, warc_location(page))
+        _, body = warc.read_head(archive.path, warc_location(page), 200_000)
     except Exception:  # noqa: BLE001 - an unreadable capture is not worth a browser
         return False
-    return bool(_SHELL.search(body[:200_000].decode("utf-8", "replace")))
+    return bool(_SHELL.search(body.decode("utf-8", "replace")))
 
 
 async def render_pass(
@@ -137,6 +138,8 @@ async def render_pass(
         cookies=list(cookies) if cookies else [],
         max_bytes=options.max_bytes,
         reach_of=reach_of,
+        # the user's --header values, to the hosts of the pages rendered only (as the HTTP fetcher does)
+        private_hosts=None if options.header_all_hosts else frozenset(urlsplit(p["url"]).hostname or "" for p in pages),
     )
     gates: dict[str, HostGate] = {}
     shared = asyncio.Semaphore(max(1, options.browser_tabs))  # the renderer has its own tab limit too
@@ -150,7 +153,14 @@ async def render_pass(
         async with gate.turn(shared) as turn:  # a render counts as one request to the page's host
             turn.started()
             rendered = await renderer.render(page["url"], reach)
-        outcome, replaced = await _store(archive, writer, pool, loop, page, rendered)
+        try:
+            outcome, replaced = await _store(archive, writer, pool, loop, page, rendered, options.extract_timeout)
+        except (asyncio.CancelledError, OSError, sqlite3.Error):
+            raise  # a stop, or storage failing: the run ends with a clear message
+        except Exception as exc:  # noqa: BLE001 - one page's render must never end the pass
+            note = f"internal error while storing the render: {type(exc).__name__}: {str(exc)[:300]}"
+            archive.record_render(page["url"], {"render_error": RenderError.FAILED, "render_note": note}, None, [])
+            outcome, replaced = str(RenderError.FAILED), None
         progress[outcome] += 1
         if on_render:
             on_render(page["url"], outcome, replaced)
@@ -165,7 +175,9 @@ async def render_pass(
         await renderer.close()
 
 
-async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered) -> tuple[str, PageStatus | None]:
+async def _store(
+    archive: Archive, writer: warc.CaptureWriter, pool, loop, page: dict, rendered: Rendered, extract_timeout: float | None = None
+) -> tuple[str, PageStatus | None]:
     """Write the render to WARC, extract its DOM, record the outcome; returns it for the summary,
     with the page's new status when the browser's capture became the page's."""
     url = page["url"]
@@ -197,9 +209,11 @@ async def _store(archive: Archive, writer: warc.CaptureWriter, pool, loop, page:
             values |= {"render_error": RenderError.BLOCKED, "render_note": _join(rendered.notes, f"still blocked after rendering: {still}")}
         else:
             try:
-                article = await loop.run_in_executor(pool, run_extraction, str(archive.path), dom, rendered.final_url)
+                article = await loop.run_in_executor(pool, safe_extract, str(archive.path), dom, rendered.final_url, False, extract_timeout)
             except Exception as exc:  # noqa: BLE001 - a failed extraction keeps the HTTP outcome
                 values["render_note"] = _join(rendered.notes, f"extraction of the rendered page failed: {exc}")
+            if article is not None and article.note:
+                values["render_note"] = _join(rendered.notes, article.note)
     wins = article is not None and (
         page["status"] == PageStatus.FAILED or (article.status == PageStatus.ARCHIVED and article.word_count > (page["word_count"] or 0))
     )

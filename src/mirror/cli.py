@@ -244,6 +244,7 @@ def fetch(
     wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
     images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
     workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
     browser: Annotated[
         str,
         typer.Option(
@@ -314,12 +315,13 @@ def fetch(
 def reindex(
     archive: ArchiveDir = Path("archive"),
     workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
     from .reindex import reindex as run_reindex
 
     with open_archive(archive, lock=True) as store:
-        counts = run_reindex(store, workers=workers)
+        counts = run_reindex(store, workers=workers, extract_timeout=extract_timeout)
     due = counts.pop("with images to fetch", 0)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
     if due:

@@ -24,7 +24,7 @@ from ._types import Extraction, PageStatus, WarcLocation
 from ._xpath_prefilter import guard_regex_tests, page_attributes
 from .warc import read_payload
 
-__all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture"]
+__all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture"]
 
 MIN_WORDS = 30  # fewer than this and a page has no article to read
 
@@ -125,6 +125,35 @@ def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str, s
     return extract(body, url, headers.get_header("Content-Type"), stylesheets)
 
 
+def extract_plain_capture(archive_dir: str | Path, location: WarcLocation) -> Extraction:
+    """The plain text of the page at `location`, in time linear in its size: what a page
+    whose extraction ran past its deadline keeps (see `_pool.safe_extract`). Boilerplate
+    and all; no Markdown beyond the text, no images."""
+    headers, body = read_payload(Path(archive_dir), location)
+    content_type = headers.get_header("Content-Type")
+    if sniff(body, content_type) != "html":
+        return Extraction(status=PageStatus.NO_TEXT, kind="other")
+    from lxml.html import HtmlElement
+    from trafilatura.utils import load_html
+
+    html = decode_html(body, content_type)
+    tree = load_html(html)
+    if tree is None:
+        return Extraction(status=PageStatus.NO_TEXT, kind="html", title=_html_title(html))
+    for element in [e for e in tree.iter(*_NOT_TEXT) if isinstance(e, HtmlElement)]:
+        element.drop_tree()
+    for element in tree.iter(*_BLOCKS):  # each block on a line of its own
+        element.tail = "\n" + (element.tail or "")
+    lines = (" ".join(line.split()) for line in tree.text_content().splitlines())
+    text = "\n".join(line for line in lines if line)
+    result = Extraction(status=PageStatus.ARCHIVED, kind="html", title=_html_title(html), text=text, markdown=text, language=_language(html, text))
+    return _finish(result)
+
+
+_NOT_TEXT = ("script", "style", "noscript", "template", "head", "svg", "math")
+_BLOCKS = ("p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "section", "article", "table", "dd", "dt")
+
+
 def extract(body: bytes, url: str, content_type: str | None = None, stylesheets: bool = False) -> Extraction:
     """The article in a capture; with `stylesheets`, also what an HTML page's CSS needs
     fetched (`Extraction.stylesheets`), from the same parse."""
@@ -212,7 +241,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
                 meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
             except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
                 meta = None
-            marked = mark_images(tree, html)
+            try:
+                marked = mark_images(tree, html)
+            except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
+                tree, marked = load_html(html), []
             flatten_inline_code(tree)
             try:
                 document = bare_extraction(tree, options=options)  # works on a copy of the tree

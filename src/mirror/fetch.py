@@ -24,13 +24,14 @@ from . import requisites, warc
 from ._client import Budget, Client, Reach, backoff_delay
 from ._faults import crash_point
 from .browser import render_pass
-from ._pool import extraction_pool, safe_extract
+from ._pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
 from ._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source
 from .recovery import recover
 from .store import Archive
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
 
+MAX_IMAGES = 300  # fetched for one page (a page of real galleries shows a few dozen)
 DEFAULT_USER_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/126.0 Safari/537.36 mirror/0.1 (personal archiver)"
@@ -71,6 +72,7 @@ class FetchOptions:
     resource_retries: int = 1  # images get their own, smaller budget: they never hold up a page
     resource_timeout: float = 10.0
     resource_concurrency: int | None = None  # default: the same as `concurrency`, in slots of their own
+    extract_timeout: float = EXTRACT_TIMEOUT  # seconds for a page's extraction; past it, its plain text
 
 
 @dataclass
@@ -194,7 +196,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
     seen = Seen(archive.archived_resource_urls() if options.images else set())
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
-        return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url, options.images)
+        return await loop.run_in_executor(pool, safe_extract, str(archive.path), location, url, options.images, options.extract_timeout)
 
     async def one(page: PageToFetch) -> None:
         try:
@@ -241,13 +243,18 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
                 for exchange in await fetch_images(client, resources, urls, reach, seen):
                     fetched[exchange.url] = exchange
 
-            def stylesheet(css: str) -> str | None:
+            async def stylesheet(css: str) -> str | None:
                 exchange = fetched.get(css)
                 if exchange is None:  # archived before, for another page
-                    return requisites.captured_css(archive.path, archive.db, css)
-                return requisites.css_text(archive.path, exchange.location, exchange.content_type, css) if exchange.ok else None
+                    return await requisites.captured_css(archive.path, archive.db, css)
+                return await requisites.css_text(archive.path, exchange.location, exchange.content_type, css) if exchange.ok else None
 
-            await fetch(found)
+            wanted = list(dict.fromkeys(found))
+            for extra in wanted[MAX_IMAGES:]:  # a thousand hosts for one page would hold a thousand sockets
+                if extra not in seen.archived:
+                    fetched[extra] = Exchange(url=extra, final_url=extra, error=Reason.TOO_MANY,
+                                              message=f"the page shows more than {MAX_IMAGES} images: the rest are not fetched")
+            await fetch(wanted[:MAX_IMAGES])
             if stylesheets:  # and what they load, so that the snapshot looks like the page
                 await requisites.capture(stylesheets, fetch, stylesheet)
         except (asyncio.CancelledError, OSError, sqlite3.Error):
@@ -401,11 +408,12 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
             headers["If-None-Match"] = page.etag
         if page.last_modified:
             headers["If-Modified-Since"] = page.last_modified
-    attempts = await with_retries(lambda: client.get(page.url, headers), options.retries, options.backoff, options.retry_after_cap)
+    held = not options.allow_private  # redirects no more private than the page as written
+    attempts = await with_retries(lambda: client.get(page.url, headers, same_reach=held), options.retries, options.backoff, options.retry_after_cap)
     final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed
-            alternative = await client.get(candidate)
+            alternative = await client.get(candidate, same_reach=held)
             attempts.append(alternative)
             if alternative.ok:
                 final = alternative

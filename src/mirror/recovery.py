@@ -61,10 +61,10 @@ def _usable(archive_dir: Path, chain: list[warc.Response]) -> bool:
     if not is_htmlish(content_type):
         return True
     try:
-        _, body = warc.read_payload(archive_dir, final.location)
+        _, body = warc.read_head(archive_dir, final.location, 64 * 1024)
     except Exception:  # noqa: BLE001 - unreadable: fetch it again
         return False
-    head = body[:64 * 1024].decode("utf-8", errors="replace")
+    head = body.decode("utf-8", errors="replace")
     return blocked_reason(final.status, final.url, final.page, head) is None
 
 

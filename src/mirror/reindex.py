@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ._pool import extraction_pool, safe_extract
+from ._pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
 from ._types import Extraction
 from .store import Archive
 
@@ -13,7 +13,7 @@ __all__ = ["reindex"]
 BATCH = 200  # pages per transaction
 
 
-def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
+def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT) -> dict[str, int]:
     """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
     (the workers segment the text for the index); then index the archived pages left.
 
@@ -25,7 +25,7 @@ def reindex(archive: Archive, workers: int | None = None) -> dict[str, int]:
     images_due = 0
     with extraction_pool(workers) as pool:
         futures = [
-            (url, pool.submit(safe_extract, str(archive.path), location, final))
+            (url, pool.submit(safe_extract, str(archive.path), location, final, False, extract_timeout))
             for url, final, location in archive.captured_pages()
         ]
         for url, future in futures:

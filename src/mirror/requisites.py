@@ -10,6 +10,7 @@ every CSS reference rewritten by `rewrite_css`, so nothing loads from the networ
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from . import warc
@@ -24,13 +25,14 @@ MAX_REQUISITES = 60  # per page: a stylesheet maze never holds up the run
 async def capture(
     first: list[str],
     fetch_all: Callable[[list[str]], Awaitable[None]],
-    stylesheet: Callable[[str], str | None],
+    stylesheet: Callable[[str], Awaitable[str | None]],
 ) -> int:
     """Fetch a page's requisites level by level: `first` (its stylesheets, which
     extraction found: `Extraction.stylesheets`), then what they load.
 
     `fetch_all(urls)` captures URLs; `stylesheet(url)` is the captured CSS text
-    of one, or None. Returns how many URLs were asked for (at most MAX_REQUISITES).
+    of one, or None (read off the event loop: see `css_text`). Returns how many URLs
+    were asked for (at most MAX_REQUISITES).
     """
     level = list(first)
     seen = set(level)
@@ -41,7 +43,7 @@ async def capture(
         asked += len(level)
         following = []
         for url in level:
-            for found in css_references(stylesheet(url) or "", url):
+            for found in css_references(await stylesheet(url) or "", url):
                 if found not in seen:
                     seen.add(found)
                     following.append(found)
@@ -49,18 +51,25 @@ async def capture(
     return asked
 
 
-def captured_css(folder, db, url: str) -> str | None:
+async def captured_css(folder, db, url: str) -> str | None:
     """The archived stylesheet at `url` as text, or None (not archived, not CSS)."""
     row = queries.latest_resource(db, url)
-    return None if row is None else css_text(folder, queries.warc_location(row), row["content_type"], url)
+    return None if row is None else await css_text(folder, queries.warc_location(row), row["content_type"], url)
 
 
-def css_text(folder, location: warc.WarcLocation | None, content_type: str | None, url: str) -> str | None:
-    """The stylesheet captured at `location` as text, or None (not CSS)."""
+async def css_text(folder, location: warc.WarcLocation | None, content_type: str | None, url: str) -> str | None:
+    """The stylesheet captured at `location` as text, or None (not CSS, or too big to
+    follow). Read and decoded in a thread, at most MAX_CSS_BYTES of it: the fetch's event
+    loop never decodes a capture."""
     if location is None or not is_css(content_type, url):
         return None
-    _, body = warc.read_payload(folder, location)
-    if len(body) > MAX_CSS_BYTES:  # parsing costs seconds per megabyte: kept, not followed
+    return await asyncio.to_thread(_css_text, folder, location, content_type)
+
+
+def _css_text(folder, location: warc.WarcLocation, content_type: str | None) -> str | None:
+    try:
+        _, body = warc.read_payload(folder, location, limit=MAX_CSS_BYTES)
+    except warc.WarcError:  # parsing costs seconds per megabyte: kept, not followed
         return None
     return decode_css(body, content_type)
 

@@ -24,13 +24,17 @@ from typing import BinaryIO
 from urllib.parse import quote, urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import BufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from ._types import WarcLocation
 
-__all__ = ["PAGE_HEADER", "Capture", "CaptureWriter", "Derived", "Response", "WarcError", "WarcLocation", "read_payload", "record_id", "repair", "responses"]
+__all__ = [
+    "PAGE_HEADER", "READ_LIMIT", "Capture", "CaptureWriter", "Derived", "Response", "WarcError", "WarcLocation", "payload_coding",
+    "read_head", "read_payload", "record_id", "repair", "responses",
+]
 
 WARC_DIR = "warc"
 # Names the page a response was fetched for (the URL before redirects), so that a
@@ -197,7 +201,7 @@ def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
 def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders,
             body: BinaryIO | None, level: int) -> bytes:
     """One record as one gzip member; the body is read in pieces (it may be tens of megabytes)."""
-    block = http.to_ascii_bytes()  # as warcio writes HTTP headers: non-ASCII values %-encoded
+    block = _head_bytes(http)
     payload, whole, size = hashlib.sha1(), hashlib.sha1(block), 0
     for piece in _pieces(body):
         payload.update(piece)
@@ -214,6 +218,32 @@ def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[st
     member += [compressor.compress(piece) for piece in _pieces(body)]
     member += [compressor.compress(b"\r\n\r\n"), compressor.flush()]
     return b"".join(member)
+
+
+def _head_bytes(http: StatusAndHeaders) -> bytes:
+    """An HTTP head as the record holds it: as warcio writes it (non-ASCII values it can
+    percent-encode, percent-encoded); a head warcio cannot write (`X-Note: a=é;b é`, a status
+    text `200 Café`, which servers and pages send) as the bytes that came over the wire: our heads are the raw bytes decoded as Latin-1, so
+    encoding back gives them exactly; a character past Latin-1 (from the browser, which
+    decodes UTF-8) is written as UTF-8. warcio reads either back (UTF-8, else Latin-1).
+    warcio's own `to_ascii_bytes` raises on values it cannot percent-encode (`a=é;b é`)."""
+    http.statusline = _one_line(http.statusline)
+    http.headers = [(_one_line(name), _one_line(value)) for name, value in http.headers]
+    original = list(http.headers)
+    try:
+        return http.to_ascii_bytes()  # warcio's way: a non-ASCII value it can %-encode, %-encoded
+    except (UnicodeError, ValueError):
+        http.headers = original  # (it changed some before giving up)
+    text = http.to_str()
+    try:
+        return text.encode("latin-1") + b"\r\n"
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass") + b"\r\n"
+
+
+def _one_line(value: str) -> str:
+    """No line break inside a header: one would forge a header (or the record's end) of its own."""
+    return value.replace("\r", " ").replace("\n", " ") if "\r" in value or "\n" in value else value
 
 
 def _pieces(body: BinaryIO | None) -> Iterator[bytes]:
@@ -253,17 +283,51 @@ def _target(url: str) -> str:
 
 
 class WarcError(ValueError):
-    """A location that does not lead to a readable record in this archive's warc/ folder."""
+    """A location that does not lead to a readable record in this archive's warc/ folder,
+    or a payload that decodes past the limit it is read with."""
 
 
-def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHeaders, bytes]:
-    """The HTTP headers and decoded body of the record at `location`.
+# What a capture is read back with at most, decoded: the fetcher's size limit counts decoded
+# bytes too (`payload_coding`), so only a capture made with a larger --max-bytes (or a crafted
+# one) reaches this, and it is refused rather than decoded into gigabytes.
+READ_LIMIT = 100_000_000
+
+
+def payload_coding(raw_headers: list[tuple[bytes, bytes]]) -> str:
+    """The content coding a stored response's payload is decoded with when read back
+    ("" for none), as warcio decides it: its first Content-Encoding field, lower-cased,
+    if warcio decodes that coding, else none. (`Content-Encoding: gzip` twice is decoded
+    once; `gzip, br` in one field not at all.) The fetcher counts a body's size this way."""
+    for name, value in raw_headers:
+        if name.lower() == b"content-encoding":
+            coding = value.decode("latin-1").strip().lower()
+            return coding if coding in BufferedReader.get_supported_decompressors() else ""
+    return ""
+
+
+def read_payload(archive_dir: Path, location: WarcLocation, limit: int = READ_LIMIT) -> tuple[StatusAndHeaders, bytes]:
+    """The HTTP headers and decoded body of the record at `location`, decoded in pieces
+    and refused (WarcError) past `limit` bytes.
 
     A response record gives its HTTP headers; a resource or conversion record (a
     browser's rendered DOM, a screenshot) gives its WARC Content-Type as headers.
     The location comes from the database, which may be crafted: see `_record_bytes`.
     Raises WarcError.
     """
+    headers, body, more = _read(archive_dir, location, limit)
+    if more:
+        raise WarcError(f"{location.file}:{location.offset}: the payload decodes to more than {limit:,} bytes")
+    return headers, body
+
+
+def read_head(archive_dir: Path, location: WarcLocation, size: int) -> tuple[StatusAndHeaders, bytes]:
+    """The HTTP headers and the first `size` decoded bytes of the record at `location`."""
+    headers, body, _ = _read(archive_dir, location, size)
+    return headers, body[:size]
+
+
+def _read(archive_dir: Path, location: WarcLocation, limit: int) -> tuple[StatusAndHeaders, bytes, bool]:
+    """(headers, up to `limit` + 1 decoded bytes, whether there is more)."""
     data, where = _record_bytes(archive_dir, location)
     try:
         for record in ArchiveIterator(data):
@@ -274,7 +338,10 @@ def read_payload(archive_dir: Path, location: WarcLocation) -> tuple[StatusAndHe
                 if record.rec_type == "response":
                     break
                 headers = StatusAndHeaders("200 OK", [("Content-Type", record.rec_headers.get_header("Content-Type") or "")])
-            return headers, record.content_stream().read()
+            stream, body = record.content_stream(), bytearray()
+            while len(body) <= limit and (piece := stream.read(min(1 << 20, limit + 1 - len(body)))):
+                body += piece  # warcio inflates a raw block of a few KB per read: bounded
+            return headers, bytes(body), len(body) > limit
     except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
         raise WarcError(f"{where}: no WARC record there") from None
     raise WarcError(f"{where}: no WARC record there")

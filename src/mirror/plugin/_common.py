@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import base64
 import functools
 import hashlib
@@ -89,10 +91,12 @@ def _folder(db) -> Path:
     return Path(db.path).parent
 
 
-def _payload(db, row):
-    """The capture a row points at; a damaged or out-of-archive location is a missing capture."""
+async def _payload(db, row):
+    """The capture a row points at; a damaged or out-of-archive location, or one that
+    decodes past `warc.READ_LIMIT`, is a missing capture. Read and decoded in a thread:
+    never on the event loop that serves everyone."""
     try:
-        return read_payload(_folder(db), queries.warc_location(row))
+        return await asyncio.to_thread(read_payload, _folder(db), queries.warc_location(row))
     except WarcError as exc:
         raise _Missing(f"the saved copy cannot be read: {exc}") from None
 

@@ -27,7 +27,7 @@ async def screenshot_view(datasette, request):
     if row is None or not row["file"]:
         raise _Missing("no screenshot of this page")
     offset, length = (row["full"], row["full_length"]) if full and row["full"] is not None else (row["first"], row["first_length"])
-    _, body = _payload(db, {"warc_file": row["file"], "warc_offset": offset, "warc_length": length})
+    _, body = await _payload(db, {"warc_file": row["file"], "warc_offset": offset, "warc_length": length})
     if not body.startswith(b"\x89PNG"):
         raise _Missing("no screenshot of this page")
     return Response(body, content_type="image/png", headers=HEADERS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from urllib.parse import quote, urldefrag, urljoin
+from urllib.parse import quote
 
 import nh3
 import sqlite_utils
@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 
 from ..extract import decode_html
 from .._css import MAX_CSS_BYTES
-from .._images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
+from .._images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
@@ -109,7 +109,7 @@ async def snapshot_view(datasette, request):
     page = await _read(db, queries.page_by_id, page_id)
     if page is None or not page["warc_file"]:
         raise _Missing("no saved copy of this page")
-    headers, body = _payload(db, page)
+    headers, body = await _payload(db, page)
     content_type = headers.get_header("Content-Type") or "application/octet-stream"
     origin = f"{request.scheme}://{request.host}"
     security = {
@@ -139,7 +139,7 @@ async def resource_view(datasette, request):
     row = await _read(db, queries.latest_resource, url)
     if row is None:
         raise _Missing("this resource was not archived")
-    _, body = _payload(db, row)
+    _, body = await _payload(db, row)
     content_type = row["content_type"] or "application/octet-stream"
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
@@ -176,7 +176,7 @@ def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
     """
 
     def local_image(match: re.Match) -> str:
-        src = urldefrag(urljoin(base, html.unescape(match[1]))).url
+        src = absolute_url(html.unescape(match[1]), base) or ""
         if src in archived:  # swap the src value itself (the same text may sit in alt too)
             tag, start, end = match[0], match.start(1) - match.start(), match.end(1) - match.start()
             return tag[:start] + html.escape(_resource_path(datasette, src)) + tag[end:]
@@ -191,10 +191,11 @@ def _local_pictures(tree, base: str, archived: set[str], datasette) -> None:
     """Each <img> shows the picture the article shows (`image_source`: lazy attributes,
     srcset, <picture>), from the archive, or nothing; a <noscript> copy of a scripted
     image is dropped, as a browser running scripts never shows it (the sandbox runs none)."""
-    copies = [img for img in tree.iter("img") if is_fallback_copy(img)]
+    seen: dict = {}
+    copies = [img for img in tree.iter("img") if is_fallback_copy(img, seen)]
     for img in tree.iter("img"):
         chosen = image_source(img)
-        src = urldefrag(urljoin(base, chosen)).url if chosen else ""
+        src = absolute_url(chosen, base) if chosen else None
         for attribute in ("src", "srcset", *LAZY_ATTRIBUTES, *LAZY_SRCSETS):
             img.attrib.pop(attribute, None)
         if src in archived:

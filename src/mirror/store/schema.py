@@ -77,6 +77,7 @@ PAGES_COLUMNS = {
     "word_count": int,
     "images": str,  # JSON list of the article's image URLs
     "extracted_at": str,
+    "extract_note": str,  # what went wrong while extracting (a deadline, a capture too big to read), for a person
     "resources_at": str,  # when the article's images were all fetched
     # browser capture (mirror.browser)
     "capture": str,  # a CaptureKind: which capture the article was extracted from
@@ -91,7 +92,8 @@ PAGES_COLUMNS = {
     "id": int,  # stable small number: the search index's rowid and reader-view address
 }
 EXTRACTED_COLUMNS = (
-    "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images"
+    "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images",
+    "extract_note",
 )
 # Images and other resources an article shows, captured in the WARC files.
 RESOURCES_COLUMNS = {
@@ -159,7 +161,7 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline]  # 3: extract_note
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -170,14 +170,16 @@ class RowWriters:
             for url, extraction in items:
                 _update_page(self.db, url, {"status": extraction.status})
                 self._save_extraction(url, extraction)
-                if extraction.status == PageStatus.ARCHIVED and self._images_missing(extraction.images):
+                if extraction.status == PageStatus.ARCHIVED and self._images_missing(url, extraction.images):
                     _update_page(self.db, url, {"resources_at": None})
                     images_due += 1
         return images_due
 
-    def _images_missing(self, images: list[str] | None) -> bool:
-        archived = "select 1 from resources where url = ? and status = ? limit 1"
-        return any(self.db.execute(archived, [image, ResourceStatus.ARCHIVED]).fetchone() is None for image in images or ())
+    def _images_missing(self, page_url: str, images: list[str] | None) -> bool:
+        """Whether the article shows an image never asked for: archived by no page, and not
+        tried for this one (one that failed for good, a 404, is not asked for again)."""
+        known = "select 1 from resources where url = ? and (status = ? or page_url = ?) limit 1"
+        return any(self.db.execute(known, [image, ResourceStatus.ARCHIVED, page_url]).fetchone() is None for image in images or ())
 
     def _save_extraction(self, url: str, extraction: Extraction) -> None:
         row = extraction.as_row()
