@@ -347,3 +347,29 @@ def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
     assert stopped.error == "render_memory" and stopped.dom is None
     assert any("passed 1000 MB" in note for note in stopped.notes), stopped.notes
     assert after.error is None and b"\xe5\xb9\xb3\xe9\x9d\x99" in after.dom  # the next page gets a new browser
+
+
+# 4. DNS rebinding: the connection goes to the address that was looked up and checked.
+
+def test_a_connection_goes_to_the_address_that_was_checked(tmp_path, web, monkeypatch):
+    from .dnsserver import DNSServer
+    from .test_host_health import with_images
+    from .webserver import PNG
+
+    web.add("/admin", b"rebooted", content_type="text/plain")
+    web.add("/photo.png", PNG, content_type="image/png")
+    with DNSServer("127.0.0.1") as dns:
+        # public at the check, this machine a moment later (TTL 0); and a name only our resolver knows
+        dns.zone.rebinding["rebind.test"] = ["93.184.216.35", "127.0.0.1"]
+        dns.zone.rebinding["pinned.test"] = ["127.0.0.1", "127.0.0.9"]
+        monkeypatch.setenv("MIRROR_NAMESERVERS", dns.nameserver)
+        local = web.add("/local-page", with_images(f"http://pinned.test:{web.port}/photo.png"))
+        web.add("/public-page", with_images(f"http://rebind.test:{web.port}/admin?action=reboot"))
+        monkeypatch.setenv("HTTP_PROXY", web.url(""))  # the public page: a public site, through a proxy
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,rebind.test,pinned.test")
+        db, _ = fetch(tmp_path, ["http://public.example/public-page", local], resource_timeout=2)
+        rows = {r["url"]: r for r in db["resources"].rows}
+    assert web.recorder.hits["/admin"] == 0  # asked of 93.184.216.35 (unreachable here), never of 127.0.0.1
+    assert rows[f"http://rebind.test:{web.port}/admin?action=reboot"]["status"] == "failed"
+    # a name the system's resolver does not know: fetched at the address our lookup gave, not looked up again
+    assert rows[f"http://pinned.test:{web.port}/photo.png"]["status"] == "archived"

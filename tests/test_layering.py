@@ -18,7 +18,7 @@ PACKAGE = Path(mirror.__file__).parent
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
     # the bottom: value types, the vocabulary, and helpers that know no stage
-    "_types": 0, "_text": 0, "_faults": 0, "_loopback": 0, "_charset": 0, "_sniff": 0, "_blocked": 0, "_direct": 0, "_net": 0,
+    "_types": 0, "_text": 0, "_faults": 0, "_loopback": 0, "_charset": 0, "_sniff": 0, "_blocked": 0, "_direct": 0, "_net": 0, "_resolver": 0,
     "_segment": 0, "_procmem": 0, "_gc": 0, "_child_call": 0, "_images": 0,
     # seeds/urls: the link inventory
     "urls": 1, "seeds": 1, "_html_seeds": 1,

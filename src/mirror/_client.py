@@ -23,7 +23,6 @@ import time
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
@@ -34,7 +33,8 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-from . import _direct
+from . import _direct, _net
+from ._resolver import Resolver, nameservers_from_env
 
 from ._blocked import HINT, blocked_reason
 from ._text import decode
@@ -43,7 +43,6 @@ from .warc import PAGE_HEADER, Capture, CaptureWriter, payload_coding
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
-LOOKUP_THREADS = 32  # host name lookups at once
 KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
 SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
@@ -174,9 +173,12 @@ class Client:
         private_headers: dict[str, str] | None = None,
         private_hosts: frozenset[str] | None = None,
         keepalive: float = KEEPALIVE,
+        resolver: Resolver | None = None,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
-        (None: to every host). An idle connection is kept `keepalive` seconds."""
+        (None: to every host). An idle connection is kept `keepalive` seconds. Names are looked
+        up by `resolver` (default: c-ares with MIRROR_NAMESERVERS, else the system's), and a
+        connection goes to the addresses looked up and checked, never to a second lookup's."""
         self.writer = writer
         self.per_host, self.delay = per_host, delay
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
@@ -189,14 +191,14 @@ class Client:
         self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host, keepalive_expiry=keepalive)
         self._timeout = httpx.Timeout(timeout)
         self._timeouts = self._timeout.as_dict()  # the same per-phase limits, as httpcore takes them (direct pools)
-        self._pools = _direct.Pools(self._tls, self._limits)  # for page resources (see mirror._direct)
+        self._addresses: dict[str, list[str]] = {}  # ASCII host name -> the addresses looked up (and checked)
+        self._backend = _net.Backend(self._addresses.get)  # connects to those, for every pool of ours
+        self._pools = _direct.Pools(self._tls, self._limits, self._backend)  # for page resources (see mirror._direct)
         self._reach: dict[str, Reach] = {}
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
-        # getaddrinfo blocks, so lookups run in threads; a browser resolves many names at once,
-        # and so do we: a slow resolver must not queue one page's names behind a hundred others'
-        self._resolver = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="mirror-lookup")
+        self._names = resolver or Resolver(nameservers_from_env())
         self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
         self.reached = False  # some server answered: the network works
         self._unresolved: set[str] = set()
@@ -236,7 +238,7 @@ class Client:
             try:
                 await self._pools.aclose()
             finally:
-                self._resolver.shutdown(wait=False, cancel_futures=True)
+                self._names.close()
 
     def _http(self, url: str) -> httpx.AsyncClient:
         """One connection pool per host: httpx checks every pooled connection on each request."""
@@ -255,6 +257,7 @@ class Client:
                 trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY
                 limits=self._limits,
             )
+            _use_backend(self._clients[host], self._backend)
         return self._clients[host]
 
     async def get(
@@ -361,9 +364,12 @@ class Client:
             lookup.exception()  # retrieved: a lookup everyone stopped waiting for is not an error to log
 
     async def _lookup(self, host: str) -> Reach:
-        loop = asyncio.get_running_loop()
-        infos = await loop.run_in_executor(self._resolver, functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM))
-        return max(reach_of_ip(info[4][0]) for info in infos)
+        """Look `host` up, keep its addresses for the connections to it, and say where it is
+        (the most private of them)."""
+        name = ascii_host(host)
+        addresses = await self._names.resolve(name)
+        self._addresses[name] = addresses
+        return max(reach_of_ip(address) for address in addresses)
 
     async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
         try:
@@ -379,13 +385,13 @@ class Client:
         host = (urlsplit(url).netloc or "").lower()
         if host in self.down or (self.offline and not _is_ip(url)):
             return self._refused(url, host)
-        parsed: httpx.URL | None = None
-        if reach is not None:  # where the host is first: a name that does not resolve costs no client
-            parsed = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
+        checked = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
+        parsed = checked if reach is not None else None  # (resources may take the direct path)
+        if reach is not None or not self._proxied(url):  # where the host is first (a proxy looks names up itself)
             where = await self.reach_of(url, budget.timeout if budget else None)
             if isinstance(where, Exchange):
                 return where
-            if where > reach:
+            if reach is not None and where > reach:
                 return _failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
                                "a page's redirects and resources go only to addresses no more private than the page's own "
                                "(--allow-private to allow)", give_up=True)
@@ -548,6 +554,21 @@ def _raw_reason(response: httpx.Response | _direct.DirectAnswer) -> str:
     headers: the WARC record writes it back as the same bytes (`warc._head_bytes`)."""
     raw = response.extensions.get("reason_phrase") if isinstance(response, httpx.Response) else response.raw_reason
     return raw.decode("latin-1") if isinstance(raw, bytes) else response.reason_phrase
+
+
+def ascii_host(host: str) -> str:
+    """A host name as it goes to the resolver and to `connect`: IDNA's ASCII form, lower case."""
+    if host.isascii():
+        return host.lower()
+    return httpx.URL(f"http://{host}/").raw_host.decode("ascii").lower()
+
+
+def _use_backend(client: httpx.AsyncClient, backend: httpcore.AsyncNetworkBackend) -> None:
+    """Connections of `client`'s own transport through `backend` (which connects to the
+    addresses our lookup checked). A proxy's transport is left as it is: the proxy looks names up."""
+    pool = _pool_of(client)
+    if pool is not None and hasattr(pool, "_network_backend"):
+        pool._network_backend = backend
 
 
 def _pool_of(client: httpx.AsyncClient) -> object | None:

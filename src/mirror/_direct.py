@@ -55,10 +55,10 @@ class Pools:
     requests never wait in another's pool), built as httpx builds its transport's (HTTP/1.1,
     the client's TLS context and limits), on asyncio's own transports (`mirror._net`)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits):
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits, backend: _net.Backend | None = None):
         self._ssl_context, self._limits = ssl_context, limits
         self._pools: dict[tuple[bytes, str], httpcore.AsyncConnectionPool] = {}
-        self._backend = _net.Backend()
+        self._backend = backend or _net.Backend()
 
     def get(self, url: httpx.URL, host: str) -> httpcore.AsyncConnectionPool:
         key = (url.raw_scheme, host)

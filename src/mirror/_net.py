@@ -15,6 +15,7 @@ import collections
 import select
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import httpcore
@@ -25,15 +26,25 @@ _BUFFERED = 256 * 1024  # read no further ahead of httpcore than this (a large b
 
 
 class Backend(httpcore.AsyncNetworkBackend):
+    """`resolved(host)` gives the addresses a host name was looked up (and checked) to: the
+    connection goes to those, in order, and never to a second lookup's answer, which could
+    differ (DNS rebinding). A name not looked up is left to the loop's own lookup."""
+
+    def __init__(self, resolved: Callable[[str], list[str] | None] | None = None) -> None:
+        self._resolved = resolved
+
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options=None) -> httpcore.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         limit = asyncio.timeout(timeout)
+        addresses = self._resolved(host.lower()) if self._resolved else None
+        local = (local_address, 0) if local_address else None
         try:
             async with limit:
-                transport, protocol = await loop.create_connection(
-                    _Protocol, host, port, local_addr=(local_address, 0) if local_address else None, happy_eyeballs_delay=0.25
-                )
+                if not addresses:
+                    transport, protocol = await loop.create_connection(_Protocol, host, port, local_addr=local, happy_eyeballs_delay=0.25)
+                else:
+                    transport, protocol = await _first_connection(loop, addresses, port, local)
         except OSError as exc:  # TimeoutError is one: ours, or the kernel's ETIMEDOUT
             if limit.expired():
                 raise httpcore.ConnectTimeout(exc) from exc
@@ -52,6 +63,19 @@ class Backend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+async def _first_connection(loop, addresses: list[str], port: int, local):
+    """A connection to the first of `addresses` that takes one (each tried in turn)."""
+    error: OSError | None = None
+    for address in addresses:
+        try:
+            return await loop.create_connection(_Protocol, address, port, local_addr=local)
+        except OSError as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            error = exc
+    raise error or OSError("no address to connect to")
 
 
 class _Protocol(asyncio.Protocol):

@@ -114,7 +114,7 @@ class RowWriters:
                         "url": result.url,
                         "request_url": a.url,
                         "final_url": a.final_url,
-                        "started_at": datetime.fromtimestamp(a.started_at, UTC).isoformat(timespec="seconds"),
+                        "started_at": datetime.fromtimestamp(a.started_at, UTC).isoformat(timespec="milliseconds"),
                         "elapsed_ms": int(a.elapsed * 1000),
                         "http_status": a.status,
                         "error": a.error,
