@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     args = parser.parse_args()
 
-    web, port = start_web(args.hosts, args.latency_ms, 0)  # images from the pages' own hosts only
+    web, port, _ = start_web(args.hosts, args.latency_ms, 0, dns=False)  # images from the pages' own hosts only
     try:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-browser-") as tmp:
             urls = page_urls(args.pages, args.hosts, port)

@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
 
-    web, port = start_web(args.hosts, args.latency_ms, args.image_hosts)
+    web, port, _ = start_web(args.hosts, args.latency_ms, args.image_hosts, dns=False)
     urls = page_urls(args.pages, args.hosts, port)
     results: dict[tuple[str, bool], list[tuple[float, float, float]]] = {}
     try:

@@ -10,6 +10,11 @@ With --image-hosts N, every `<img src>` of a served page is rewritten to one of
 N image hosts, as articles point at CDNs: a third are names that do not resolve
 (`imgK.invalid`), a tenth accept connections and never answer (127.0.2.K), the
 rest serve a small PNG (127.0.1.K).
+
+With --dns, the image hosts are names (`cdnK.bench.test`) that a DNS server of its own,
+on 127.0.0.53, answers the way resolvers on the real web do: of the dead names half are
+NXDOMAIN and half are never answered (queries dropped), a fifth of the live ones are answered
+1 to 5 s late; it prints `ready <port> <nameserver>` for MIRROR_NAMESERVERS.
 """
 
 from __future__ import annotations
@@ -50,13 +55,15 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 16  # 4 KB, like a small figure
 class ImageHosts:
     """Which image host serves image j of page n: dead, hanging or live."""
 
-    def __init__(self, count: int, port: int):
-        self.count, self.port = count, port
+    def __init__(self, count: int, port: int, names: bool = False):
+        self.count, self.port, self.names = count, port, names
         self.dead = count // 3
         self.hanging = max(1, count // 10) if count >= 3 else 0
 
     def url(self, n: int, j: int) -> str:
         k = zlib.crc32(f"{n}/{j}".encode()) % self.count
+        if self.names:
+            return f"http://cdn{k}.bench.test:{self.port}/i/{n}/{j}.png"
         if k < self.dead:
             return f"http://img{k}.invalid/i/{n}/{j}.png"
         if k < self.dead + self.hanging:
@@ -68,6 +75,25 @@ class ImageHosts:
 
     def hang(self) -> list[str]:
         return [f"127.0.2.{i}" for i in range(1, self.hanging + 1)]
+
+    def zone(self):
+        """The DNS answers for the image host names (--dns): see the module's docstring."""
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.dnsserver import Zone
+
+        zone = Zone(ttl=300)
+        live, hanging = self.live(), self.hang()
+        for k in range(self.count):
+            name = f"cdn{k}.bench.test"
+            if k < self.dead:
+                (zone.nxdomain.add if k % 2 == 0 else zone.dropped.add)(name)
+            elif k < self.dead + self.hanging:
+                zone.addresses[name] = [hanging[k - self.dead]]
+            else:
+                zone.addresses[name] = [live[k - self.dead - self.hanging]]
+                if k % 5 == 0:
+                    zone.late[name] = 1.0 + (k % 5 + k % 4)  # 1 to 5 s
+        return zone
 
     def rewrite(self, body: bytes, n: int) -> bytes:
         counter = iter(range(1 << 20))
@@ -141,7 +167,7 @@ def images_served(port: int) -> int:
         return int(response.read().split()[1])
 
 
-def serve(hosts: int, port: int, latency_ms: float, image_hosts: int = 0) -> list:
+def serve(hosts: int, port: int, latency_ms: float, image_hosts: int = 0, names: bool = False) -> list:
     Handler.cache = {rel: (CORPUS / rel).read_bytes() for rel in corpus_pages()}
     Handler.latency = latency_ms / 1000
     servers: list = []
@@ -150,7 +176,7 @@ def serve(hosts: int, port: int, latency_ms: float, image_hosts: int = 0) -> lis
         servers.append(_http_server(address, port))
         port = servers[0].server_address[1]  # the first picks a free port, the rest share it
     if image_hosts:
-        Handler.image_hosts = ImageHosts(image_hosts, port)
+        Handler.image_hosts = ImageHosts(image_hosts, port, names)
         servers += [_http_server(address, port) for address in Handler.image_hosts.live()]
         servers += [_hanging(address, port) for address in Handler.image_hosts.hang()]
     return servers
@@ -180,9 +206,16 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0)
     parser.add_argument("--image-hosts", type=int, default=0, help="rewrite <img> to this many image hosts (a third dead, a tenth hanging)")
     parser.add_argument("--lifetime", type=float, default=3600, help="stop by itself after this many seconds")
+    parser.add_argument("--dns", action="store_true", help="image hosts by name, answered by a lossy DNS server of our own")
     args = parser.parse_args()
-    servers = serve(args.hosts, args.port, args.latency_ms, args.image_hosts)
-    print(f"ready {servers[0].server_address[1]}", flush=True)
+    servers = serve(args.hosts, args.port, args.latency_ms, args.image_hosts, args.dns)
+    if args.dns and args.image_hosts:
+        from tests.dnsserver import DNSServer
+
+        dns = DNSServer("127.0.0.53", Handler.image_hosts.zone()).__enter__()
+        print(f"ready {servers[0].server_address[1]} {dns.nameserver}", flush=True)
+    else:
+        print(f"ready {servers[0].server_address[1]}", flush=True)
     time.sleep(args.lifetime)
 
 

@@ -44,6 +44,7 @@ from .warc import PAGE_HEADER, Capture, CaptureWriter, payload_coding
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reached yet: the network is down
 KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
+DEAD_NAME_SECONDS = 3600.0  # how long a name found not to exist is believed, across runs (--refresh asks again)
 SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
 
@@ -174,11 +175,14 @@ class Client:
         private_hosts: frozenset[str] | None = None,
         keepalive: float = KEEPALIVE,
         resolver: Resolver | None = None,
+        dead_names: dict[str, float] | None = None,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
         (None: to every host). An idle connection is kept `keepalive` seconds. Names are looked
         up by `resolver` (default: c-ares with MIRROR_NAMESERVERS, else the system's), and a
-        connection goes to the addresses looked up and checked, never to a second lookup's."""
+        connection goes to the addresses looked up and checked, never to a second lookup's.
+        `dead_names` (name -> until when, a time.time()) did not exist in an earlier run: they are
+        not asked again; `nxdomain` collects this run's, for the next."""
         self.writer = writer
         self.per_host, self.delay = per_host, delay
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
@@ -199,6 +203,10 @@ class Client:
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
         self._names = resolver or Resolver(nameservers_from_env())
+        self._dead = dict(dead_names or {})
+        self.nxdomain: dict[str, float] = {}  # names that did not exist in this run -> until when to believe it
+        self._deferring = False  # the run's pages are all recorded: lookups still under way are given up
+        self.deferred = 0  # requests given up so (asked for by the next run)
         self.down: dict[str, Exchange] = {}  # host -> the failure that took it down for this run
         self.reached = False  # some server answered: the network works
         self._unresolved: set[str] = set()
@@ -323,10 +331,13 @@ class Client:
         return answer
 
     def _gate(self, url: str) -> HostGate:
-        host = (urlsplit(url).netloc or "").lower()
-        if host not in self._gates:
-            self._gates[host] = HostGate(self.per_host, self.delay)
-        return self._gates[host]
+        """The gate of the server `url` names: one per host name and port, however the URL
+        writes them (`Example.com`, `example.com:80`, `user@example.com` are one server, and
+        its pages and their images wait at the same gate)."""
+        key = _server(url)
+        if key not in self._gates:
+            self._gates[key] = HostGate(self.per_host, self.delay)
+        return self._gates[key]
 
     async def reach_of(self, url: str, timeout: float | None = None) -> Reach | Exchange:
         """Where `url`'s host is (the most private of its addresses), or the failed lookup.
@@ -345,12 +356,18 @@ class Client:
                     self._reach[host] = Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
                 else:
                     lookup = self._lookups.get(host)
+                    if lookup is None and self._deferring:
+                        return self._deferred(url)
                     if lookup is None:
                         lookup = self._lookups[host] = asyncio.ensure_future(self._lookup(host))
                         lookup.add_done_callback(functools.partial(self._looked_up, host))
                     try:
                         async with asyncio.timeout(timeout):
                             self._reach[host] = await asyncio.shield(lookup)
+                    except asyncio.CancelledError:
+                        if not lookup.cancelled() or asyncio.current_task().cancelling():
+                            raise  # this request is stopped, not the lookup
+                        return self._deferred(url)
                     except TimeoutError:
                         late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
                         return self._dns_failure(url, late, budget=True)
@@ -365,11 +382,31 @@ class Client:
 
     async def _lookup(self, host: str) -> Reach:
         """Look `host` up, keep its addresses for the connections to it, and say where it is
-        (the most private of them)."""
+        (the most private of them). A name an earlier run found not to exist is not asked again
+        (until its time runs out); one found so now is noted for the next run."""
         name = ascii_host(host)
-        addresses = await self._names.resolve(name)
+        if self._dead.get(name, 0) > time.time():
+            raise socket.gaierror(socket.EAI_NONAME, "no such host (so an earlier run was told; --refresh asks again)")
+        try:
+            addresses = await self._names.resolve(name)
+        except socket.gaierror as exc:
+            if exc.errno == socket.EAI_NONAME:
+                self.nxdomain[name] = time.time() + DEAD_NAME_SECONDS
+            raise
         self._addresses[name] = addresses
         return max(reach_of_ip(address) for address in addresses)
+
+    def defer_lookups(self, deferring: bool = True) -> None:
+        """The run's pages are all recorded and their resources had their grace: the lookups
+        still under way, and any asked for from now, give up; their requests end `deferred`
+        (not failed: the next run asks again). A slow or lossy resolver never holds the run's end."""
+        self._deferring = deferring
+        for lookup in list(self._lookups.values()) if deferring else ():
+            lookup.cancel()
+
+    def _deferred(self, url: str) -> Exchange:
+        self.deferred += 1
+        return _failed(url, url, Reason.DEFERRED, "the host name had no answer yet when the run ended; the next run asks again", give_up=True)
 
     async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
         try:
@@ -554,6 +591,18 @@ def _raw_reason(response: httpx.Response | _direct.DirectAnswer) -> str:
     headers: the WARC record writes it back as the same bytes (`warc._head_bytes`)."""
     raw = response.extensions.get("reason_phrase") if isinstance(response, httpx.Response) else response.raw_reason
     return raw.decode("latin-1") if isinstance(raw, bytes) else response.reason_phrase
+
+
+@functools.lru_cache(maxsize=4096)
+def _server(url: str) -> str:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def ascii_host(host: str) -> str:

@@ -43,6 +43,9 @@ def web_url(url: str, base: str) -> str | None:
 
 
 def _resolve(url: str, base: str) -> str | None:
+    url = url.strip()
+    if not url or url.startswith("#"):  # `url(#clip-path)`, `url()`, `href=""`: the document itself, never fetched
+        return None
     if _SURROGATE.search(url):  # as a browser reads it (a USVString): no lone surrogate in a URL
         url = _SURROGATE.sub("\ufffd", url)
     try:

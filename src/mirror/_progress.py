@@ -104,6 +104,8 @@ def summary_table(summary: Summary) -> Table:
         table.add_row(f"host down: {len(rest)} more hosts (--json lists them)", str(sum(n for _, (_, n) in rest)))
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(escape(strip_controls(f"slow host: {host}")), f"{seconds:.2f} s × {pages}")
+    if summary.deferred:
+        table.add_row(f"resources deferred to the next run (host names without an answer; the tail took {summary.tail_seconds:.1f} s)", str(summary.deferred))
     if summary.recovered:
         table.add_row("recovered from an interrupted run's WARC files", str(summary.recovered))
     if summary.no_host_resolved:

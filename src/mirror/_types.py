@@ -72,6 +72,7 @@ class Reason(StrEnum):
     TOO_MANY_REDIRECTS = "too_many_redirects"
     PRIVATE_ADDRESS = "private_address"
     TOO_MANY = "too_many"  # a page's images past the number fetched for one page
+    DEFERRED = "deferred"  # a resource whose host name had no answer when the run ended: never recorded, asked again
     INTERNAL = "internal"
     RELATIVE = "relative"
     MALFORMED = "malformed"

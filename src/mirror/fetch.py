@@ -73,6 +73,7 @@ class FetchOptions:
     resource_timeout: float = 10.0
     resource_concurrency: int | None = None  # default: the same as `concurrency`, in slots of their own
     extract_timeout: float = EXTRACT_TIMEOUT  # seconds for a page's extraction; past it, its plain text
+    tail_grace: float = 1.5  # seconds the resources get once every page is recorded, before unanswered lookups are deferred
 
 
 @dataclass
@@ -89,6 +90,8 @@ class Summary:
     down_hosts: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (reason, pages it took down)
     no_host_resolved: bool = False  # every failure was DNS and nothing answered: offline?
     images_resumed: int = 0  # archived pages whose images this run fetches (after a reindex or an interruption)
+    tail_seconds: float = 0.0  # from the last page recorded to the end of its resources
+    deferred: int = 0  # resources whose host name had no answer when the run ended (the next run asks)
 
     def count_down_host(self, host: str, reason: str) -> None:
         self.down_hosts[host] = (reason, self.down_hosts.get(host, (reason, 0))[1] + 1)
@@ -111,6 +114,8 @@ class Summary:
             "down_hosts": [{"host": h, "reason": r, "pages": n} for h, (r, n) in sorted(self.down_hosts.items())],
             "no_host_resolved": self.no_host_resolved,
             "images_resumed": self.images_resumed,
+            "tail_seconds": round(self.tail_seconds, 3),
+            "deferred": self.deferred,
         }
 
 
@@ -184,6 +189,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         private_headers=options.headers,
         private_hosts=None if options.header_all_hosts else frozenset(urlsplit(p.url).hostname or "" for p in pages),
         cookies=cookies,
+        dead_names=None if options.refresh else archive.dead_names(),
     )
     resources = Budget(
         timeout=min(options.timeout, options.resource_timeout),
@@ -277,10 +283,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         # images an interrupted run did not finish, or that a re-extraction found
         image_tasks.extend(asyncio.create_task(images(u, f, i)) for u, f, i in missing_images)
         await asyncio.gather(*tasks)
-        while image_tasks:  # more are added while they run
-            batch, image_tasks[:] = list(image_tasks), []
-            await asyncio.gather(*batch)
-            tasks += batch
+        await _resources_tail(client, image_tasks, tasks, min(options.tail_grace, resources.timeout), summary)
         if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
             def rendered(url: str, outcome: str, status: PageStatus | None) -> None:
                 if status is not None and url in not_archived:  # a challenge the browser got past is archived
@@ -297,6 +300,11 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
+        summary.deferred = client.deferred
+        try:
+            archive.record_dead_names(client.nxdomain)
+        except sqlite3.Error:
+            pass
         pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
         await client.aclose()
         if finished:  # else the next run checks the files and recovers what they hold
@@ -305,6 +313,24 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
                 archive.mark_warcs_closed([f for f in writer.opened if f not in writer.unfinished])
             except (OSError, sqlite3.Error):
                 pass
+
+
+async def _resources_tail(client: Client, image_tasks: list[asyncio.Task], done: list[asyncio.Task], grace: float, summary: Summary) -> None:
+    """The pages are all recorded: their resources get `grace` seconds more; then the host names still waiting for an answer are given up (`deferred`: asked
+    again by the next run), and the resources already under way finish. A resolver that drops
+    queries never holds the end of a run for long. `summary.tail_seconds` is how long it took."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + grace
+    while image_tasks:  # more are added while they run
+        batch, image_tasks[:] = list(image_tasks), []
+        done += batch
+        _, pending = await asyncio.wait(batch, timeout=max(0.0, deadline - loop.time()))
+        if pending:
+            client.defer_lookups()
+            await asyncio.gather(*pending)
+    client.defer_lookups(False)  # the browser pass looks names up again (its address rule needs them)
+    summary.tail_seconds = loop.time() - started
 
 
 async def _page_reach(client: Client, final_url: str, options: FetchOptions) -> Reach:

@@ -173,6 +173,7 @@ METADATA = {
                 "resources": {"title": "Images", "description": "Images the articles show, captured in the WARC files.", "facets": ["status"]},
                 "seeds": {"title": "Seed documents", "description": "The reading lists that were read."},
                 "warc_files": {"hidden": True},
+                "dead_names": {"hidden": True},
             },
             "queries": {
                 "link_rot": {

@@ -126,6 +126,9 @@ ATTEMPTS_COLUMNS = {
 }
 WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
 SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}
+# Host names a run found not to exist (NXDOMAIN), believed until `until` (a Unix time): the next run
+# over the archive does not ask again (`--refresh` does).
+DEAD_NAMES_COLUMNS = {"name": str, "until": float}
 
 
 def _baseline(db: sqlite_utils.Database) -> None:
@@ -136,6 +139,7 @@ def _baseline(db: sqlite_utils.Database) -> None:
     _ensure_table(db["seeds"], SEEDS_COLUMNS, pk="seed")
     _ensure_table(db["attempts"], ATTEMPTS_COLUMNS, pk="id")
     _ensure_table(db["warc_files"], WARC_FILES_COLUMNS, pk="file")
+    _ensure_table(db["dead_names"], DEAD_NAMES_COLUMNS, pk="name")
     _ensure_table(db["resources"], RESOURCES_COLUMNS, pk=("page_url", "url"))
     db["resources"].create_index(["url"], if_not_exists=True)
     db["attempts"].create_index(["url"], if_not_exists=True)
@@ -161,7 +165,8 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline]  # 3: extract_note
+# 3: pages.extract_note; 4: dead_names
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline, _baseline]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -10,6 +10,7 @@ import json
 import operator
 import re
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 from .. import _fts
 from .._faults import crash_point
 from .._gc import gc_paused
-from .._types import COMMAND_LINE, CaptureKind, Exchange, Extraction, Link, PageResult, PageStatus, ResourceStatus
+from .._types import COMMAND_LINE, CaptureKind, Exchange, Extraction, Link, PageResult, PageStatus, Reason, ResourceStatus
 from ._bulk import BulkWriter
 from .folder import now
 from .queries import warc_values
@@ -226,10 +227,16 @@ class RowWriters:
 
     def record_resources(self, page_url: str, exchanges: list[Exchange]) -> None:
         """A page's resources and that they are done, in one transaction (plain SQL:
-        sqlite-utils' upsert inspects the table on every call, milliseconds per image)."""
+        sqlite-utils' upsert inspects the table on every call, milliseconds per image).
+        A deferred one (its host name had no answer when the run ended) is not recorded, and
+        the page's resources are not done: the next run asks for them."""
         stamp = now()
         rows = []
+        deferred = False
         for exchange in exchanges:
+            if exchange.error == Reason.DEFERRED:
+                deferred = True
+                continue
             rows.append({
                 "page_url": page_url,
                 "url": exchange.url,
@@ -243,7 +250,18 @@ class RowWriters:
             })
         with self.db.atomic():
             _insert_many(self.db, "resources", rows, verb="insert or replace")
-            _update_page(self.db, page_url, {"resources_at": stamp})
+            if not deferred:
+                _update_page(self.db, page_url, {"resources_at": stamp})
+
+    def dead_names(self) -> dict[str, float]:
+        """Host names an earlier run found not to exist, until when to believe it (time.time())."""
+        rows = self.db.execute("select name, until from dead_names where until > ?", [time.time()]).fetchall()
+        return dict(rows)
+
+    def record_dead_names(self, names: dict[str, float]) -> None:
+        if names:
+            with self.db.atomic():
+                _insert_many(self.db, "dead_names", [{"name": n, "until": u} for n, u in names.items()], verb="insert or replace")
 
 
 def _update_page(db: sqlite_utils.Database, url: str, values: dict[str, object]) -> None:

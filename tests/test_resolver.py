@@ -1,0 +1,103 @@
+"""The web's resolver (issue 25): dead names remembered across runs, a run's end bounded when
+names get no answer, references that are the page itself, politeness for a page's own images,
+a declared legacy charset with a few bad bytes."""
+
+from __future__ import annotations
+
+import pytest
+import sqlite_utils
+
+from mirror.fetch import FetchOptions, run
+from mirror.seeds import links_from_urls
+from mirror.store import Archive
+
+from .dnsserver import DNSServer
+from .test_host_health import with_images
+from .webserver import PNG, article
+
+FAST = dict(delay=0.0, timeout=10.0, retries=0, workers=1)
+
+
+def fetch(folder, urls, **options):
+    with Archive(folder / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls(urls))
+        summary = run(archive, FetchOptions(**{**FAST, **options}))
+    return sqlite_utils.Database(folder / "archive" / "mirror.db"), summary
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    with DNSServer("127.0.0.1") as server:
+        monkeypatch.setenv("MIRROR_NAMESERVERS", server.nameserver)
+        yield server
+
+
+def test_a_name_that_did_not_exist_is_not_asked_again_by_the_next_run(tmp_path, web, dns):
+    dns.zone.nxdomain.add("gone-cdn.test")
+    first = web.add("/first", with_images("http://gone-cdn.test/a.png"))
+    fetch(tmp_path, [first])
+    asked = dns.queries["gone-cdn.test"]
+    assert asked >= 1
+    second = web.add("/second", with_images("http://gone-cdn.test/b.png"))
+    db, _ = fetch(tmp_path, [second])
+    assert dns.queries["gone-cdn.test"] == asked  # not one query more
+    row = db["resources"].get((second, "http://gone-cdn.test/b.png"))
+    assert row["error"] == "dns" and "--refresh" in row["error_message"]
+    fetch(tmp_path, [second], refresh=True)  # --refresh asks again
+    assert dns.queries["gone-cdn.test"] > asked
+
+
+def test_names_without_an_answer_are_deferred_and_the_next_run_asks_again(tmp_path, web, dns):
+    dns.zone.dropped.add("slow-cdn.test")  # no answer at all
+    web.add("/img.png", PNG, content_type="image/png")
+    url = web.add("/waiting", with_images(f"http://slow-cdn.test:{web.port}/img.png", web.url("/img.png")))
+    db, summary = fetch(tmp_path, [url], resource_timeout=30)
+    assert summary.deferred == 1
+    assert summary.tail_seconds < 30  # the run did not wait for the resource timeout
+    rows = {r["url"]: r for r in db["resources"].rows}
+    assert f"http://slow-cdn.test:{web.port}/img.png" not in rows  # not failed: not recorded at all
+    assert rows[web.url("/img.png")]["status"] == "archived"
+    assert db["pages"].get(url)["resources_at"] is None
+    dns.zone.dropped.discard("slow-cdn.test")
+    dns.zone.addresses["slow-cdn.test"] = ["127.0.0.1"]
+    db, summary = fetch(tmp_path, [], resource_timeout=30)
+    assert summary.images_resumed == 1 and summary.deferred == 0
+    assert db["resources"].get((url, f"http://slow-cdn.test:{web.port}/img.png"))["status"] == "archived"
+    assert db["pages"].get(url)["resources_at"] is not None
+
+
+def test_a_reference_to_the_page_itself_is_never_fetched(tmp_path, web):
+    page = article("自指", '<svg><rect style="clip-path: url(#clip)"/></svg><img src=""><a href="#top">top</a>'
+                           '<span style="background: url()">x</span><link rel="stylesheet" href="#x">')
+    url = web.add("/self", page.replace(b"<head>", b'<head><style>.a{fill:url(#g)}</style>'))
+    db, _ = fetch(tmp_path, [url])
+    assert db["pages"].get(url)["status"] == "archived"
+    assert web.recorder.hits["/self"] == 1
+    assert list(db["resources"].rows) == []
+
+
+def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
+    """However the page writes its host (`127.0.0.1:port`, `127.0.0.1:port` with user info, the
+    default port spelled out), its images and the page are one server's requests, `--delay` apart."""
+    delay = 0.2
+    for i in range(6):
+        web.add(f"/own{i}.png", PNG, content_type="image/png")
+    host = f"127.0.0.1:{web.port}"
+    images = [f"http://{host}/own0.png", f"http://user@{host}/own1.png", f"http://{host.upper()}/own2.png",
+              *(f"http://{host}/own{i}.png" for i in range(3, 6))]
+    url = web.add("/own-page", with_images(*images))
+    fetch(tmp_path, [url], delay=delay)
+    starts = sorted(t for _, t in web.recorder.starts)
+    assert len(starts) == 7
+    assert min(c - a for a, c in zip(starts, starts[2:], strict=False)) >= 2 * delay * 0.9
+
+
+def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, web):
+    body = ("<html><head><meta charset=gb2312><title>流水线并行</title></head><body><article>"
+            + "<p>流水线并行把模型按层切成几段，每段放在一张卡上，微批次依次流过各段。</p>" * 400 + "</article></body></html>").encode("gb18030")
+    bad = body[:7707] + b"\xff\xfe" + body[7709:39365] + b"\x81" + body[39366:]
+    url = web.add("/gb2312", bad, content_type="text/html; charset=gb2312")
+    db, _ = fetch(tmp_path, [url])
+    row = db["pages"].get(url)
+    assert row["title"] == "流水线并行" and row["language"] == "zh"
+    assert "微批次依次流过各段" in row["text"] and row["text"].count("\ufffd") <= 4
