@@ -210,6 +210,7 @@ def main() -> None:
     args = parser.parse_args()
     servers = serve(args.hosts, args.port, args.latency_ms, args.image_hosts, args.dns)
     if args.dns and args.image_hosts:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests.dnsserver import DNSServer
 
         dns = DNSServer("127.0.0.53", Handler.image_hosts.zone()).__enter__()

@@ -393,7 +393,8 @@ def test_no_chromium_falls_back_to_http_with_one_line(tmp_path, site):
 
 def test_bad_browser_options_are_refused(tmp_path):
     result = run_mirror("fetch", "--browser", "sometimes", cwd=tmp_path)
-    assert result.returncode == 2 and "expected auto, always or never" in result.stderr
+    assert result.returncode == 2 and "'sometimes' is" in result.stderr
+    assert all(f"'{choice}'" in result.stderr for choice in ("auto", "always", "never"))
     result = run_mirror("fetch", "--chromium", str(tmp_path / "nope"), cwd=tmp_path)
     assert result.returncode == 2 and "not an executable chromium" in result.stderr
 
@@ -421,11 +422,14 @@ def test_datasette_shows_screenshots(rendered):
     assert f'class="thumb" src="/-/mirror/screenshot/{spa["id"]}"' in hits
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits
     home = get("/").text  # a thumbnail beside the article in its reading list and among the recent ones
-    assert home.count(f'<a href="/-/mirror/page/{spa["id"]}"><img class="thumb" src="/-/mirror/screenshot/{spa["id"]}"') == 2
+    assert home.count(f'<a href="/-/mirror/page/{spa["id"]}"><img class="thumb" src="/-/mirror/screenshot/{spa["id"]}"') == 1
+    assert home.count(f'<a class="mirror-card-thumb" href="/-/mirror/page/{spa["id"]}" tabindex="-1" aria-hidden="true">'
+                      f'<img src="/-/mirror/screenshot/{spa["id"]}"') == 1  # its card among the recent ones
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in home
     import re
 
-    assert set(re.findall(r'class="thumb" src="([^"]*)"', home)) <= {f"/-/mirror/screenshot/{p['id']}" for p in rendered["pages"].values()}
+    shown = re.findall(r'class="thumb" src="([^"]*)"', home) + re.findall(r'class="mirror-card-thumb"[^>]*><img src="([^"]*)"', home)
+    assert shown and set(shown) <= {f"/-/mirror/screenshot/{p['id']}" for p in rendered["pages"].values()}
 
 
 @pytest.mark.parametrize("point", ["render", "render_commit"])

@@ -258,9 +258,10 @@ def test_reindex_brings_an_old_archive_up_to_date_and_the_next_fetch_says_so(tmp
     assert "2 articles now show images not archived yet" in result.output
     zhihu = db["pages"].get(urls["zhihu"])
     assert markdown_images(zhihu["markdown"]) == [web.url(p) for p in SITES["zhihu"][1]]
-    result = cli("fetch", "--archive", str(archive), urls["zhihu"], "--delay", "0", "--browser", "never")
+    result = cli("fetch", "--archive", str(archive), urls["zhihu"], "--delay", "0", "--browser", "never", "--all-pending")
     assert result.exit_code == 0, result.output
     assert "fetching the images of 2 articles archived before" in result.output
+    assert "0 of 0 pages" not in result.output  # no empty table
     archived = {r["url"] for r in db.query("select url from resources where status = 'archived'")}
     assert {web.url(p) for site in ("zhihu", "medium") for p in SITES[site][1]} <= archived
     result = cli("reindex", "--archive", str(archive))

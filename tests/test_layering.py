@@ -2,7 +2,7 @@
 
 Walks every import in src/mirror with ast (module-level, function-level and
 TYPE_CHECKING imports alike), so a lazy import cannot hide an upward one.
-The ranks below are the README's pipeline diagram; a new module must be
+The ranks below are the pipeline diagram in docs/internals.md (Code layout); a new module must be
 given one here.
 """
 
@@ -115,7 +115,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_every_module_has_a_rank():
     unranked = sorted(m for m in graph(PACKAGE, "mirror") if m.split(".")[0] not in RANKS)
-    assert unranked == [], f"give these modules a rank in RANKS (and the README's diagram): {unranked}"
+    assert unranked == [], f"give these modules a rank in RANKS (and the diagram in docs/internals.md): {unranked}"
 
 
 def test_no_stage_imports_a_higher_one():

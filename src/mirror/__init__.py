@@ -1,6 +1,6 @@
 """mirror: a link archiver and offline mirror for reading lists.
 
-Data flows one way (see the README's diagram and tests/test_layering.py):
+Data flows one way (see the diagram in docs/internals.md and tests/test_layering.py):
 `_types` (the values passed between stages) <- `seeds`/`urls` (documents ->
 links) <- `_client`/`warc` (fetch into WARC) <- `extract` (articles) <- `store`
 (the archive folder and its SQLite file) <- `fetch`, `browser`, `reindex`

@@ -212,6 +212,7 @@ class Client:
         self._unresolved: set[str] = set()
         self._answered: set[str] = set()  # hosts that sent a response in this run
         self.offline = False
+        self.in_flight: dict[str, float] = {}  # page requests under way (past their host's gate) -> time.monotonic() at start
         self._sweeper: asyncio.Task | None = None
 
     def _sweep_soon(self) -> None:
@@ -289,6 +290,7 @@ class Client:
         chain = [url]
         current = url
         started: float | None = None
+        own = 0.0  # the hops' own time, our politeness waits between them left out
         for hops in range(self.max_redirects + 1):
             if same_reach and hops == 1 and reach is None:
                 where = await self.reach_of(url)
@@ -296,6 +298,8 @@ class Client:
             hop = await self._hop(current, headers or {}, original=url, budget=budget, reach=reach)
             started = started or hop.started_at  # time spent queueing for a host is not counted
             hop.url, hop.redirects = url, chain[1:]
+            own += hop.elapsed
+            hop.server_seconds = own
             hop.elapsed += hop.started_at - started
             hop.started_at = started
             if hop.error or hop.redirect_to is None:
@@ -321,13 +325,19 @@ class Client:
         return response.json()
 
     def _proxied(self, url: str) -> bool:
-        """`proxied`, asked once per scheme and host in a run: reading the proxy settings scans
-        the whole environment, and requests to a dead image host pile up while its name is looked up."""
+        """Whether httpx sends `url` through a proxy of the environment, as httpx itself decides
+        (`NO_PROXY` entries with a port or a scheme, one proxy for http and none for https: the
+        standard library's answer differs), asked once per scheme and server in a run."""
         parts = urlsplit(url)
-        key = (parts.scheme, parts.hostname)
+        key = (parts.scheme, (parts.netloc or "").lower())
         answer = self._proxy_answers.get(key)
         if answer is None:
-            answer = self._proxy_answers[key] = proxied(url)
+            http = self._http(url)
+            try:
+                answer = http._transport_for_url(httpx.URL(url)) is not http._transport
+            except Exception:  # noqa: BLE001 - a URL httpx refuses, or internals not the ones known here
+                answer = proxied(url)
+            self._proxy_answers[key] = answer
         return answer
 
     def _gate(self, url: str) -> HostGate:
@@ -339,41 +349,54 @@ class Client:
             self._gates[key] = HostGate(self.per_host, self.delay)
         return self._gates[key]
 
-    async def reach_of(self, url: str, timeout: float | None = None) -> Reach | Exchange:
+    async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False) -> Reach | Exchange:
         """Where `url`'s host is (the most private of its addresses), or the failed lookup.
 
-        Requests that wait for the same name share one lookup; `timeout` bounds the wait
-        (a slow resolver with a hundred image hosts queued must not hold up a run)."""
+        Requests that wait for the same name share one lookup, whichever way the URL spells
+        it (`bücher.test` and `xn--bcher-kva.test` are one name, looked up once: its addresses
+        are the ones every connection to it uses). `timeout` bounds the wait: a resource's
+        (a slow resolver with a hundred image hosts queued must not hold up a run), a page's
+        (`page`: its lookup is part of its --timeout, and may be retried)."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         if (parts.netloc or "").lower() in self.down:  # its name was found not to exist meanwhile
             return self._refused(url, (parts.netloc or "").lower())
-        if host not in self._reach:
-            try:
-                self._reach[host] = reach_of_ip(host)
-            except ValueError:  # a name
-                if self._proxied(url):  # the proxy resolves it; only names of this machine are known here
-                    self._reach[host] = Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
-                else:
-                    lookup = self._lookups.get(host)
-                    if lookup is None and self._deferring:
-                        return self._deferred(url)
-                    if lookup is None:
-                        lookup = self._lookups[host] = asyncio.ensure_future(self._lookup(host))
-                        lookup.add_done_callback(functools.partial(self._looked_up, host))
-                    try:
-                        async with asyncio.timeout(timeout):
-                            self._reach[host] = await asyncio.shield(lookup)
-                    except asyncio.CancelledError:
-                        if not lookup.cancelled() or asyncio.current_task().cancelling():
-                            raise  # this request is stopped, not the lookup
-                        return self._deferred(url)
-                    except TimeoutError:
-                        late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
-                        return self._dns_failure(url, late, budget=True)
-                    except (OSError, UnicodeError, ValueError) as exc:
-                        return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
-        return self._reach[host]
+        known = self._reach.get(host)
+        if known is not None:  # an address, or a name as looked up
+            return known
+        try:
+            known = self._reach[host] = reach_of_ip(host)
+            return known
+        except ValueError:  # a name
+            pass
+        if self._proxied(url):  # the proxy resolves it; only names of this machine are known here (not kept:
+            # the same name by another scheme or port may go direct)
+            return Reach.LOOPBACK if host == "localhost" or host.endswith(".localhost") else Reach.PUBLIC
+        try:
+            name = ascii_host(host)
+        except UnicodeError as exc:
+            return self._dns_failure(url, exc)
+        if name in self._reach:
+            return self._reach[name]
+        lookup = self._lookups.get(name)
+        if lookup is None and self._deferring:
+            return self._deferred(url)
+        if lookup is None:
+            lookup = self._lookups[name] = asyncio.ensure_future(self._lookup(name))
+            lookup.add_done_callback(functools.partial(self._looked_up, name))
+        try:
+            async with asyncio.timeout(timeout):
+                self._reach[name] = await asyncio.shield(lookup)
+        except asyncio.CancelledError:
+            if not lookup.cancelled() or asyncio.current_task().cancelling():
+                raise  # this request is stopped, not the lookup
+            return self._deferred(url)
+        except TimeoutError:
+            late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
+            return self._dns_failure(url, late, budget=not page)
+        except (OSError, UnicodeError, ValueError) as exc:
+            return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
+        return self._reach[name]
 
     def _looked_up(self, host: str, lookup: asyncio.Future) -> None:
         self._lookups.pop(host, None)
@@ -425,7 +448,7 @@ class Client:
         checked = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
         parsed = checked if reach is not None else None  # (resources may take the direct path)
         if reach is not None or not self._proxied(url):  # where the host is first (a proxy looks names up itself)
-            where = await self.reach_of(url, budget.timeout if budget else None)
+            where = await self.reach_of(url, budget.timeout if budget else self.timeout, page=budget is None)
             if isinstance(where, Exchange):
                 return where
             if reach is not None and where > reach:
@@ -445,6 +468,8 @@ class Client:
             if host in self.down or (self.offline and not _is_ip(url)):  # went down while we queued
                 return self._refused(url, host)
             hop = Exchange(url=url, final_url=url, started_at=time.time())
+            if budget is None:
+                self.in_flight[url] = time.monotonic()
             try:
                 async with asyncio.timeout(timeout):
                     if pool is None:
@@ -469,6 +494,8 @@ class Client:
                 return self._transport_failure(url, exc, hop.started_at)
             except (ssl.SSLError, OSError) as exc:
                 return _failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
+            finally:
+                self.in_flight.pop(url, None)
         self.reached = True
         self._answered.add(host)
         hop.elapsed = time.time() - hop.started_at

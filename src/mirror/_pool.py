@@ -27,7 +27,7 @@ def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
     PYTHONSAFEPATH (Python 3.11's `-P`) keeps it off.
     """
     os.environ["PYTHONSAFEPATH"] = "1"
-    return ProcessPoolExecutor(
+    return _QuietPool(
         max_workers=workers or os.cpu_count() or 1,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_exit_with,
@@ -35,9 +35,27 @@ def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
     )
 
 
+class _QuietPool(ProcessPoolExecutor):
+    """Workers that ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and a
+    worker would print its KeyboardInterrupt traceback over the clean line `mirror fetch` prints.
+    The parent stops them itself. A process started while SIGINT is ignored keeps ignoring
+    it (Python installs its own handler only where the parent left the default), from its
+    first import on, so the parent ignores it for the moment it starts one."""
+
+    def _spawn_process(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return super()._spawn_process()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            super()._spawn_process()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _exit_with(parent: int) -> None:
-    """In a worker: leave as soon as `mirror fetch` is gone (kill -9 leaves no orphans)."""
-    import threading
+    """In a worker: leave as soon as `mirror fetch` is gone (kill -9 leaves no orphans); Ctrl-C
+    is the parent's to handle (a worker started by the pool's own thread did not inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:  # a dead parent's children are adopted at once, even before it is reaped

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ._text import strip_controls
 from ._client import OFFLINE_HINT
@@ -28,35 +31,35 @@ class FetchReporter:
         self.live = console.is_terminal
         self._progress: Progress | None = None
         self._task: TaskID | None = None
-        self._started = time.monotonic()
 
     def start(self, summary: Summary) -> None:
         for repaired in summary.repaired_warcs:
             self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {escape(str(repaired))}")
         if summary.images_resumed:
             self.console.print(f"fetching the images of {summary.images_resumed} articles archived before (a reindex or an interrupted run left them)")
+        if not summary.total:  # nothing to show progress of: the command says so in one line
+            return
         if not self.live:
             self.console.print(f"fetching {summary.total} pages")
             return
-        self._progress = Progress(
+        self._progress = _Progress(
+            summary,
             TextColumn("[bold]fetch"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[counts]}"),
-            TextColumn("{task.fields[rate]}"),
+            _Rate(),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            _Remaining(),
             console=self.console,
             transient=False,
         )
         self._progress.start()
-        self._task = self._progress.add_task("fetch", total=summary.total, counts="", rate="")
+        self._task = self._progress.add_task("fetch", total=summary.total, counts="")
 
     def page(self, result: PageResult, summary: Summary) -> None:
         if self._progress is not None and self._task is not None:
-            counts = _counts(summary)
-            rate = summary.done / max(time.monotonic() - self._started, 1e-6)
-            self._progress.update(self._task, completed=summary.done, counts=counts, rate=f"{rate:.1f}/s")
+            self._progress.update(self._task, completed=summary.done, counts=_counts(summary))
             return
         final = result.final
         what = "ok" if result.ok else final.error
@@ -77,6 +80,54 @@ class FetchReporter:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+SLOW_IN_FLIGHT = 5.0  # seconds a page request runs before the bar shows it
+IN_FLIGHT_SHOWN = 3
+
+
+class _Progress(Progress):
+    """The bar, and under it the slowest page requests in flight (as wget shows its URL): a
+    hanging server is named while the run waits for it."""
+
+    def __init__(self, summary: Summary, *columns: ProgressColumn | str, **options) -> None:
+        self._summary = summary  # (before rich's own set-up: it renders once at once)
+        super().__init__(*columns, **options)
+
+    def get_renderables(self):
+        yield self.make_tasks_table(self.tasks)
+        yield from slowest_in_flight(self._summary.in_flight, time.monotonic())
+
+
+def slowest_in_flight(in_flight: dict[str, float], now: float) -> list[RenderableType]:
+    try:
+        flying = sorted(in_flight.items(), key=lambda item: item[1])  # (a copy: the fetcher's thread adds to it)
+    except RuntimeError:
+        return []
+    lines = []
+    for url, since in flying[:IN_FLIGHT_SHOWN]:
+        if now - since < SLOW_IN_FLIGHT:
+            break
+        lines.append(Text(f"  waiting {now - since:4.0f} s for {strip_controls(url)}", style="dim", no_wrap=True, overflow="ellipsis"))
+    return lines
+
+
+class _Rate(ProgressColumn):
+    """Pages a second over the whole run so far, as of now (it falls while nothing finishes)."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.completed / max(task.elapsed or 0.0, 1e-6):.1f}/s" if task.completed else "")
+
+
+class _Remaining(ProgressColumn):
+    """Time left at the run's pace so far, recomputed at every refresh: it grows while a hanging
+    page holds the run up, where rich's own estimate (from the last completions) stands still."""
+
+    def render(self, task: Task) -> Text:
+        if not task.completed or task.total is None or task.elapsed is None:
+            return Text("-:--:--", style="progress.remaining")
+        left = task.elapsed / task.completed * (task.total - task.completed)
+        return Text(str(timedelta(seconds=int(left))), style="progress.remaining")
 
 
 def _counts(summary: Summary) -> str:

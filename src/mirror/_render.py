@@ -486,11 +486,16 @@ class _Visit:
     async def _allowed(self, url: str, count: bool = True) -> bool:
         if self.reach is None or not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
             return True  # data:, blob: and the like never leave the browser; the page itself is asked for
-        where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
-        if isinstance(where, Reach) and where > self.reach:
+        host = (urlsplit(url).hostname or "").rstrip(".")
+        if host == "localhost" or host.endswith(".localhost"):  # chromium answers these itself: this machine
+            where: object = Reach.LOOPBACK
+        else:
+            where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
+        if not isinstance(where, Reach) or where > self.reach:
+            # (a name our resolver cannot look up is refused too: chromium's may answer it otherwise)
             self.counts["private"] += count
             return False
-        return True  # a name that does not resolve fails in the browser as it would anyway
+        return True
 
     def _private_headers(self, url: str) -> dict[str, str]:
         hosts = self.renderer.private_hosts
@@ -516,8 +521,11 @@ class _Visit:
                 await route.abort("blockedbyclient")
                 return
             await route.fulfill(response=response)
-        except Exception:  # noqa: BLE001 - the page or its context closed meanwhile
-            pass
+        except Exception:  # noqa: BLE001 - the fetch failed, or the page or its context closed meanwhile
+            try:  # a request left unanswered would hold the page until the render's deadline
+                await route.abort("failed")
+            except Exception:  # noqa: BLE001 - answered already, or gone
+                pass
 
     async def _redirects_allowed(self, route, response) -> bool:
         """Whether every hop of a navigation's redirects is allowed, asked hop by hop (the

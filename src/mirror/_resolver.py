@@ -24,6 +24,7 @@ __all__ = ["NAMESERVERS_ENV", "Resolver", "nameservers_from_env"]
 NAMESERVERS_ENV = "MIRROR_NAMESERVERS"
 TIMEOUT = 1.0  # seconds a query waits for its answer before asking again
 TRIES = 3
+LOOKUP_LIMIT = 2 * TIMEOUT * TRIES  # seconds for a whole lookup: c-ares stretches its timeout after slow answers
 SYSTEM_THREADS = 32  # getaddrinfo lookups at once, where the system resolves
 _NOT_FOUND = {1, 4}  # ARES_ENODATA, ARES_ENOTFOUND: the name has no address
 
@@ -35,11 +36,18 @@ def nameservers_from_env() -> list[str] | None:
     if not text:
         return None
     servers = [part.strip() for part in text.split(",") if part.strip()]
+    if not servers:
+        raise ValueError(f"{NAMESERVERS_ENV}={text!r} names no nameserver (ip[:port],...; unset it for the system's)")
     for server in servers:
-        host, _, port = server.rpartition(":") if server.count(":") == 1 else (server, "", "")
-        host = host or server
+        if server.startswith("["):  # [v6] or [v6]:port
+            host, _, rest = server[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ("" if not rest else "bad")
+        elif server.count(":") == 1:  # v4:port
+            host, _, port = server.partition(":")
+        else:  # v4, or v6 without a port
+            host, port = server, ""
         try:
-            socket.inet_pton(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET, host.strip("[]"))
+            socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
         except OSError:
             raise ValueError(f"{NAMESERVERS_ENV}={text!r}: {server!r} is not an IP address (with an optional :port)") from None
         if port and not (port.isdigit() and 0 < int(port) < 65536):
@@ -67,7 +75,10 @@ class Resolver:
         import aiodns.error
 
         try:
-            result = await ares.getaddrinfo(host, family=socket.AF_UNSPEC)
+            async with asyncio.timeout(LOOKUP_LIMIT):
+                result = await ares.getaddrinfo(host, family=socket.AF_UNSPEC)
+        except TimeoutError:
+            raise socket.gaierror(socket.EAI_AGAIN, f"no answer from the nameservers within {LOOKUP_LIMIT:g} s") from None
         except aiodns.error.DNSError as exc:
             code = exc.args[0] if exc.args else None
             message = exc.args[1] if len(exc.args) > 1 else str(exc)

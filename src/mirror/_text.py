@@ -6,7 +6,7 @@ import codecs
 import functools
 import re
 
-__all__ = ["decode", "strip_controls"]
+__all__ = ["decode", "readable_date", "strip_controls"]
 
 # C0 controls but tab and newline, DEL and C1: ESC starts terminal sequences
 # (OSC 0 sets the window title, OSC 52 writes the clipboard), CR overwrites a line.
@@ -19,6 +19,25 @@ def strip_controls(text: str, keep: str = "") -> str:
     Tab and newline stay, and so do the characters in `keep`.
     """
     return _pattern(keep).sub("", text)
+
+
+def readable_date(value: str | None) -> str:
+    """An ISO date or timestamp as people read it: `2024-03-05`, `2026-11-25 13:05 UTC`.
+    Anything else (a site's own date text) as it is."""
+    if not value:
+        return ""
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return value
+    if len(value.strip()) <= 10:  # a date alone
+        return moment.date().isoformat()
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 @functools.cache

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 __all__ = [
     "COMMAND_LINE",
+    "BrowserMode",
     "CaptureKind",
     "Exchange",
     "Extraction",
@@ -39,6 +40,7 @@ class PageStatus(StrEnum):
     NO_TEXT = "no_text"  # captured, no article in it
     FAILED = "failed"  # never captured; `error` says why
     SKIPPED = "skipped"  # not a URL mirror fetches; `error` says why
+    DUPLICATE = "duplicate"  # captured, the same article as the page `same_as` (one final or canonical URL)
 
 
 class ResourceStatus(StrEnum):
@@ -102,6 +104,7 @@ class Outcome(StrEnum):
     UNCHANGED = "unchanged"  # a conditional request said 304
     FAILED = PageStatus.FAILED.value
     GONE = "gone"  # failed now, but an earlier capture is kept
+    DUPLICATE = PageStatus.DUPLICATE.value  # archived before under another link
 
 
 class CaptureKind(StrEnum):
@@ -109,6 +112,14 @@ class CaptureKind(StrEnum):
 
     HTTP = "http"
     BROWSER = "browser"
+
+
+class BrowserMode(StrEnum):
+    """Which pages `mirror fetch` renders in chromium."""
+
+    AUTO = "auto"  # pages without text, app shells and JavaScript challenges
+    ALWAYS = "always"  # every HTML page
+    NEVER = "never"
 
 
 class Source(StrEnum):
@@ -177,6 +188,7 @@ class Exchange:
     redirect_to: str | None = None  # Location of a 3xx hop, before it is followed
     started_at: float = 0.0
     elapsed: float = 0.0
+    server_seconds: float = 0.0  # the hops' own time: `elapsed` without our waits at hosts' gates between them
     give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
 
     @property
@@ -214,11 +226,13 @@ class Extraction:
     # extraction parses anyway (when asked for: fetch captures them, not stored here)
     stylesheets: list[str] = field(default_factory=list)
     note: str | None = None  # what went wrong while extracting, for a person (`pages.extract_note`)
+    canonical: str | None = None  # the URL the page declares as its own (rel=canonical, og:url), when another
 
     def as_row(self) -> dict:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
         row["extract_note"] = row.pop("note")
+        row.pop("canonical")  # written with the capture it came from (`RowWriters.record_fetch`)
         del row["search_index"], row["stylesheets"]
         return row
 

@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
-from enum import StrEnum
 from http.cookiejar import CookieJar
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,18 +29,12 @@ from ._blocked import blocked_reason
 from ._client import HostGate, Reach
 from ._faults import crash_point
 from ._render import Rendered, Renderer, memory_limit_mb
-from ._types import CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
+from ._types import BrowserMode, CaptureKind, Exchange, Extraction, PageStatus, RenderError, Source
 from ._pool import safe_extract
 from .store import Archive, now
 from .store.queries import warc_location, warc_values
 
 __all__ = ["BrowserMode", "CaptureKind", "RenderError", "find_chromium", "render_pass", "resolve"]
-
-
-class BrowserMode(StrEnum):
-    AUTO = "auto"  # pages without text, app shells and JavaScript challenges
-    ALWAYS = "always"  # every HTML page
-    NEVER = "never"
 
 
 # `blocked` reasons (see _blocked.py) that a real browser can get past; sign-in walls need --cookies.

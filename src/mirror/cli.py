@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from ._text import strip_controls
-from ._types import PageStatus
+from ._text import readable_date, strip_controls
+from ._types import BrowserMode, PageStatus
 from .search import MAX_LIMIT
 from .store import DB_NAME, Archive, ArchiveError
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.",
 )
 
@@ -65,8 +66,8 @@ ArchiveDir = Annotated[
     ),
 ]
 Sources = Annotated[
-    list[Path] | None,
-    typer.Argument(help="Seed files or folders [default: seeds/]", show_default=False),
+    list[str] | None,
+    typer.Argument(help="Seed files, folders or URLs.", show_default="seeds/"),
 ]
 
 
@@ -80,9 +81,22 @@ def main() -> None:
     app()
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"mirror {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette."""
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit.")] = False,
+) -> None:
+    """Archive every link in your reading lists: seeds -> WARC -> SQLite -> datasette.
+
+    Start with: mirror fetch mylist.md, then mirror serve --open, or mirror search "words".
+    """
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -129,7 +143,7 @@ def links(
     as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as a JSON array.")] = False,
 ) -> None:
     """Read seed documents and record every link in the archive, without fetching."""
-    inventory = _inventory([str(s) for s in sources] if sources else None)
+    inventory = _inventory(sources)
     with open_archive(archive, create=True) as store:
         stats = store.record_inventory(inventory)
 
@@ -141,8 +155,10 @@ def links(
             row["status"] = PageStatus.SKIPPED if link.skip_reason else PageStatus.PENDING
             rows.append(row)
         print_json(rows)
+    elif not inventory.links:
+        pass  # (the seed's warning said it: no empty table)
     elif len(inventory.links) <= TABLE_ROWS:
-        out.print(_links_table(inventory.links))
+        out.print(_links_table(inventory.links, out.width))
     else:
         out.print(_links_summary(inventory))
     err.print(
@@ -186,18 +202,30 @@ def storage_failure(archive: Path, exc: Exception) -> NoReturn:
     )
 
 
-def _links_table(links: list) -> Table:
+def _links_table(links: list, width: int) -> Table:
+    """One row a link; a URL is never wrapped (it is copied from here): one wider than the
+    terminal allows loses its middle, and the other columns wrap around it."""
     from rich.table import Table
 
+    room = max(30, width - 40)  # what the other four columns keep at least
+    longest = max((len(link.url) for link in links), default=3)
     table = Table("seed:line", "section", "title", show_lines=False)
-    table.add_column("url", overflow="fold")
+    table.add_column("url", no_wrap=True, min_width=min(longest, room))
     table.add_column("note")
     for link in links:
         seed = link.seed.rsplit("/", 1)[-1]
         note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
-        cells = (f"{seed}:{link.line}", link.section or "", link.title or "", link.url, note)
+        cells = (f"{seed}:{link.line}", link.section or "", link.title or "", _middle(link.url, room), note)
         table.add_row(*(safe(cell) for cell in cells))
     return table
+
+
+def _middle(text: str, width: int) -> str:
+    """`text` in `width` characters: its middle gives way (a URL's host and its last part stay)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
 def _links_summary(inventory: Inventory) -> Table:
@@ -219,44 +247,79 @@ def _links_summary(inventory: Inventory) -> Table:
     return table
 
 
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+
+
+def _size(text: str | int) -> int:
+    """`50M`, `10MB`, `1.5GiB`, `500000`: a size in bytes, as people write it."""
+    if isinstance(text, int):  # the default
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]i?)?b?\s*", text, re.IGNORECASE)
+    if not match:
+        raise typer.BadParameter(f"{text!r} is not a size: write it as 50M, 10MB, 2GiB or a number of bytes")
+    size = int(float(match[1]) * _UNITS[(match[2] or "").lower()])
+    if size < 1:
+        raise typer.BadParameter(f"{text!r}: the limit must be at least one byte")
+    return size
+
+
+def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: Inventory) -> str:
+    which = "these reading lists link" if sources and not all_pending else "the reading lists link"
+    pages = len({link.url for link in inventory.links if not link.skip_reason})
+    return (f"nothing to fetch: every page {which} ({pages}) was fetched before "
+            f"(--retry-failed tries the failed ones again, --refresh re-checks them all){_skipped_note(inventory)}")
+
+
+def _skipped_note(inventory: Inventory) -> str:
+    """The links a run does not fetch, and why, in a few words."""
+    skipped = [link for link in inventory.links if link.skip_reason]
+    if not skipped:
+        return ""
+    return f"; {len(skipped)} links are not web pages and are skipped (`mirror links` lists them with the reason)"
+
+
 @app.command()
 def fetch(
-    sources: Annotated[
-        list[str] | None,
-        typer.Argument(help="Seed files, folders or URLs [default: seeds/]", show_default=False),
-    ] = None,
+    sources: Sources = None,
     archive: ArchiveDir = Path("archive"),
     concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight overall.")] = 16,
     per_host: Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")] = 2,
     delay: Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")] = 1.0,
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request: connect, headers and body.")] = 30.0,
-    max_bytes: Annotated[int, typer.Option(min=1, help="Refuse bodies larger than this (decoded bytes).")] = 50_000_000,
+    max_bytes: Annotated[int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")] = 50_000_000,
     retries: Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")] = 3,
+    timeout_retries: Annotated[int, typer.Option(min=0, help="Of those, retries after a timeout (each can wait --timeout again).")] = 1,
     backoff: Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")] = 1.0,
-    user_agent: Annotated[str | None, typer.Option(help="User-Agent header [default: a browser-like one naming mirror]")] = None,
+    user_agent: Annotated[str | None, typer.Option(help="User-Agent header.", show_default="a browser-like one naming mirror")] = None,
     header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")] = None,
     header_all_hosts: Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")] = False,
     allow_private: Annotated[bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")] = False,
     cookies: Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
+    all_pending: Annotated[bool, typer.Option("--all-pending", help="With sources given: also fetch what earlier lists left pending.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
     wayback: Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")] = False,
     wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
     images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
-    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
     extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
     browser: Annotated[
-        str,
+        BrowserMode,
         typer.Option(
             envvar="MIRROR_BROWSER",
+            case_sensitive=False,
             help="Render pages in chromium: auto (pages without text, app shells, JavaScript challenges), always (every HTML page), never.",
         ),
-    ] = "auto",
-    chromium: Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive [default: chromium on the PATH]")] = None,
+    ] = BrowserMode.AUTO,
+    chromium: Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")] = None,
     browser_tabs: Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Update the inventory, then fetch every pending page into WARC captures."""
+    """Read the reading lists (seeds/ unless given), then fetch their pending pages into WARC captures.
+
+    Examples: mirror fetch (every list in seeds/); mirror fetch mylist.md; mirror fetch https://example.com/post;
+    mirror fetch --retry-failed (try failed pages again).
+    """
     given = dict(locals())  # the options as typer converted them, by name
     from . import fetch as fetching
     from ._progress import FetchReporter, summary_table
@@ -271,10 +334,8 @@ def fetch(
         headers[name.strip()] = value.strip()
     if user_agent is not None and _BAD_IN_HEADER.search(user_agent):
         fail(f"--user-agent {user_agent!r}: a header cannot hold line breaks or control characters", code=2)
-    from .browser import BrowserMode, find_chromium, resolve
+    from .browser import find_chromium, resolve
 
-    if browser not in set(BrowserMode):
-        fail(f"--browser {browser!r}: expected auto, always or never", code=2)
     if chromium and find_chromium(chromium) is None:
         fail(f"--chromium {chromium}: not an executable chromium", code=2)
     mode, chromium_path, no_browser = resolve(browser, chromium)
@@ -291,12 +352,20 @@ def fetch(
     options.headers, options.browser, options.chromium = headers, mode, chromium_path
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
+    from ._resolver import nameservers_from_env
+
+    try:
+        nameservers_from_env()
+    except ValueError as exc:
+        fail(str(exc), code=2)
     inventory = _inventory(sources)
+    # given sources, the pages they link; else every page some list links
+    only = None if not sources or all_pending else {link.url for link in inventory.links if not link.skip_reason}
     reporter = FetchReporter(err.get())
     try:
         with open_archive(archive, create=True, lock=True, cleanup=reporter.stop) as store:
             store.record_inventory(inventory)
-            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render)
+            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, only=only)
     except fetching.FetchError as exc:
         reporter.stop()
         fail(str(exc), code=2)
@@ -307,14 +376,26 @@ def fetch(
     reporter.stop()
     if as_json:
         print_json(summary.as_dict())
+    elif summary.left_pending:
+        from ._client import OFFLINE_HINT
+
+        err.print(f"[red]{OFFLINE_HINT}[/]; {summary.left_pending} pages left pending: the next `mirror fetch` tries them")
+    elif summary.total == 0 and not summary.images_resumed:
+        if inventory.links:  # (a list without links has said so already)
+            err.print(_nothing_to_fetch(sources, all_pending, inventory))
+    elif summary.total == 0:  # images only: the first line said whose; no empty table of pages
+        if summary.deferred:
+            err.print(f"{summary.deferred} images deferred to the next run (their host names had no answer yet)")
     else:
         err.print(summary_table(summary))
+        if note := _skipped_note(inventory):
+            err.print(note[2:])
 
 
 @app.command()
 def reindex(
     archive: ArchiveDir = Path("archive"),
-    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes [default: one per core]")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
     extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
@@ -339,15 +420,21 @@ def search_command(
     section: Annotated[str | None, typer.Option(help="Only pages linked under this section.")] = None,
 ) -> None:
     """Full-text search across saved articles, ranked (title above body)."""
-    from .search import SearchError, search
+    from .search import SearchError, search, unmatched_filters
 
     try:
         with open_archive(archive, readonly=True) as store:
             hits = search(store.conn, query, limit=limit, site=site, seed=seed, section=section)
+            unmatched = [] if hits else unmatched_filters(store.conn, site=site, seed=seed, section=section)
     except SearchError as exc:
         fail(str(exc), code=2)
     if as_json:
         print_json([h.as_dict() for h in hits])
+        return
+    if unmatched:
+        given = {"site": site, "seed": seed, "section": section}
+        said = ", ".join(f"--{name} {given[name]!r}" for name in unmatched)
+        err.print(f"no saved article matches {safe(said)}: no archived page passes that filter, whatever the words")
         return
     if not hits:
         err.print(f"no saved article matches {safe(repr(query))}")
@@ -357,8 +444,8 @@ def search_command(
     for n, hit in enumerate(hits, 1):
         snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
         snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
-        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]")
-        out.print(f"   [cyan]{safe(hit.url)}[/]  {safe(hit.sitename or '')} {safe(hit.date or '')}".rstrip())
+        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]  [dim](mirror show {hit.id})[/]")
+        out.print(f"   [cyan]{safe(hit.url)}[/]  {safe(hit.sitename or '')} {safe(readable_date(hit.date))}".rstrip())
         out.print(f"   {snippet}\n")
 
 
@@ -375,12 +462,16 @@ def show(
 
     with open_archive(archive, readonly=True) as store:
         row = queries.find_page(store.db, page, normalize(page))
+        if row is None and "://" not in page and not page.isdigit():  # as `links` reads it: the web's default scheme
+            row = queries.find_page(store.db, f"https://{page}", normalize(f"https://{page}")) or \
+                queries.find_page(store.db, f"http://{page}", normalize(f"http://{page}"))
         if row is None:
             fail(f"{page}: no such page in {archive / DB_NAME}", code=1)
         origins = queries.origins(store.db, row["url"])
     out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
     facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
-             ("date", row["date"]), ("language", row["language"]), ("captured", row["fetched_at"]), ("error", row["error_message"])]
+             ("date", readable_date(row["date"])), ("language", row["language"]), ("captured", readable_date(row["fetched_at"])),
+             ("error", row["error_message"]), ("same article as", row.get("same_as"))]
     for name, value in facts:
         if value:
             out.print(f"[dim]{name}:[/] {safe(value)}")

@@ -289,8 +289,19 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
         markdown=markdown,
         images=images,
         stylesheets=requisites,
+        canonical=_canonical(getattr(meta, "url", None), url),
     )
     return _finish(result)
+
+
+def _canonical(declared: str | None, url: str) -> str | None:
+    """The page's own URL as it declares it, normalized; None when it is the URL it came from."""
+    if not declared or not declared.startswith(("http://", "https://")):
+        return None
+    from .urls import normalize
+
+    canonical = normalize(declared)
+    return None if canonical in (url, normalize(url)) else canonical
 
 
 @functools.cache

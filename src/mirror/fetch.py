@@ -14,7 +14,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
@@ -52,6 +52,7 @@ class FetchOptions:
     max_bytes: int = 50_000_000
     max_redirects: int = 10
     retries: int = 3
+    timeout_retries: int = 1  # of those, after a timeout: a hanging page costs (1 + this) × timeout
     backoff: float = 1.0  # first retry waits about this long, then doubles
     retry_after_cap: float = 120.0
     user_agent: str = DEFAULT_USER_AGENT
@@ -76,6 +77,9 @@ class FetchOptions:
     tail_grace: float = 1.5  # seconds the resources get once every page is recorded, before unanswered lookups are deferred
 
 
+SLOW_HOST = 1.0  # seconds a host's pages take on average before the summary lists it as slow
+
+
 @dataclass
 class Summary:
     total: int = 0
@@ -89,16 +93,20 @@ class Summary:
     recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
     down_hosts: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (reason, pages it took down)
     no_host_resolved: bool = False  # every failure was DNS and nothing answered: offline?
+    left_pending: int = 0  # pages not tried for good because the network was down: the next run tries them
     images_resumed: int = 0  # archived pages whose images this run fetches (after a reindex or an interruption)
     tail_seconds: float = 0.0  # from the last page recorded to the end of its resources
     deferred: int = 0  # resources whose host name had no answer when the run ended (the next run asks)
+    in_flight: dict[str, float] = field(default_factory=dict, repr=False)  # page requests under way -> monotonic start
 
     def count_down_host(self, host: str, reason: str) -> None:
         self.down_hosts[host] = (reason, self.down_hosts.get(host, (reason, 0))[1] + 1)
 
     def slowest_hosts(self, n: int = 5) -> list[tuple[str, float, int]]:
+        """Hosts whose pages took SLOW_HOST seconds or more on average (the servers' time, not
+        our politeness waits), slowest first."""
         means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t and h.lower() not in self.down_hosts]
-        return sorted(means, key=lambda x: -x[1])[:n]
+        return sorted((m for m in means if m[1] >= SLOW_HOST), key=lambda x: -x[1])[:n]
 
     def as_dict(self) -> dict:
         return {
@@ -113,6 +121,7 @@ class Summary:
             "recovered": self.recovered,
             "down_hosts": [{"host": h, "reason": r, "pages": n} for h, (r, n) in sorted(self.down_hosts.items())],
             "no_host_resolved": self.no_host_resolved,
+            "left_pending": self.left_pending,
             "images_resumed": self.images_resumed,
             "tail_seconds": round(self.tail_seconds, 3),
             "deferred": self.deferred,
@@ -136,7 +145,8 @@ def load_cookies(path: Path) -> MozillaCookieJar:
                 warnings.simplefilter("ignore")
                 jar.load(tmp.name, ignore_discard=True, ignore_expires=True)
         except (LoadError, OSError, ValueError) as exc:
-            raise FetchError(f"{path}: not a Netscape cookies.txt file ({exc})") from exc
+            detail = str(exc).replace(tmp.name, str(path))  # the user's file, not our copy of it
+            raise FetchError(f"{path}: not a Netscape cookies.txt file ({detail})") from exc
     for cookie in jar:
         if not cookie.expires:  # exporters write 0 for session cookies
             cookie.expires, cookie.discard = None, True
@@ -149,19 +159,23 @@ def run(
     on_page: Callable[[PageResult, Summary], None] | None = None,
     on_start: Callable[[Summary], None] | None = None,
     on_render: Callable[[str, str, Summary], None] | None = None,
+    only: Iterable[str] | None = None,
 ) -> Summary:
-    """Fetch the archive's pending pages (more with retry_failed / refresh).
+    """Fetch the archive's pending pages (more with retry_failed / refresh): those among
+    `only` (the pages the sources given link), else those some reading list links.
 
     The caller holds the archive lock. Raises KeyboardInterrupt after a clean
-    stop on Ctrl-C; everything finished before it is committed.
+    stop on Ctrl-C; everything finished before it is committed. A run that finds the network
+    down leaves the pages it could not look up pending (`Summary.left_pending`).
     """
     cookies = load_cookies(options.cookies) if options.cookies else None
     summary = Summary()
     suspects = archive.unclosed_warcs()
     summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]
-    pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh)
+    only = None if only is None else set(only)
+    pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh, only=only)
     summary.total = len(pages)
-    missing_images = archive.pages_missing_images() if options.images else []
+    missing_images = archive.pages_missing_images(only) if options.images else []
     summary.images_resumed = len(missing_images)
     if on_start:
         on_start(summary)
@@ -191,6 +205,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         cookies=cookies,
         dead_names=None if options.refresh else archive.dead_names(),
     )
+    summary.in_flight = client.in_flight  # the progress display shows the slowest
     resources = Budget(
         timeout=min(options.timeout, options.resource_timeout),
         retries=min(options.retries, options.resource_retries),
@@ -198,6 +213,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         backoff=min(options.backoff, 1.0),
     )
     image_tasks: list[asyncio.Task] = []
+    unresolved: list[str] = []  # pages whose host name did not resolve in this run
     not_archived: dict[str, tuple[Outcome, str | None]] = {}  # this run's counts the browser pass may change
     seen = Seen(archive.archived_resource_urls() if options.images else set())
 
@@ -221,10 +237,12 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         done(page, result, article)
 
     def done(page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
-        archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
+        recorded = archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
+        if result.final.error == Reason.DNS and not page.has_capture:
+            unresolved.append(page.url)  # pending again if the run finds the network down
         result.extraction = article
         summary.done += 1
-        outcome = _outcome(result, page)
+        outcome = Outcome.DUPLICATE if recorded == PageStatus.DUPLICATE else _outcome(result, page)
         summary.statuses[outcome] += 1
         if outcome != Outcome.ARCHIVED:
             not_archived[page.url] = (outcome, None if result.ok else result.final.error or "unknown")
@@ -233,10 +251,10 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
             if host in client.down:
                 summary.count_down_host(host, client.down[host].error or "")
-        summary.host_seconds[urlsplit(page.url).netloc].append(result.final.elapsed)
+        summary.host_seconds[urlsplit(page.url).netloc].append(result.final.server_seconds)
         if on_page:
             on_page(result, summary)
-        if options.images and article is not None and article.status == PageStatus.ARCHIVED:
+        if options.images and article is not None and recorded == PageStatus.ARCHIVED:
             # in a task of its own: a page's status never waits for its images
             image_tasks.append(asyncio.create_task(images(page.url, result.final.final_url, article.images, article.stylesheets)))
 
@@ -281,7 +299,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
                 done(page, *recovered[page.url])
                 summary.recovered += 1
         # images an interrupted run did not finish, or that a re-extraction found
-        image_tasks.extend(asyncio.create_task(images(u, f, i)) for u, f, i in missing_images)
+        image_tasks.extend(asyncio.create_task(images(u, f, i, s)) for u, f, i, s in missing_images)
         await asyncio.gather(*tasks)
         await _resources_tail(client, image_tasks, tasks, min(options.tail_grace, resources.timeout), summary)
         if options.browser != "never":  # pages that need JavaScript, after every HTTP capture
@@ -300,9 +318,15 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
+        if client.offline:  # names got no answer, nothing was reached: those pages were never really tried
+            try:
+                summary.left_pending = archive.reset_pending(unresolved)
+            except sqlite3.Error:
+                pass
         summary.deferred = client.deferred
         try:
-            archive.record_dead_names(client.nxdomain)
+            if client.reached:  # (a resolver that says NXDOMAIN to everything while offline is not believed)
+                archive.record_dead_names(client.nxdomain)
         except sqlite3.Error:
             pass
         pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
@@ -407,13 +431,17 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
     return [exchange for exchange in found if exchange is not None]
 
 
-async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float) -> list[Exchange]:
+async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float,
+                       timeout_retries: int | None = None) -> list[Exchange]:
     """Every try at one request: again after a backoff (or Retry-After, up to `cap`) while
-    retrying may help, at most `retries` more times. The last try is the outcome."""
+    retrying may help, at most `retries` more times, of which at most `timeout_retries` after a
+    timeout (a hanging server costs a whole timeout each time). The last try is the outcome."""
     tries: list[Exchange] = []
     for attempt in range(retries + 1):
         tries.append(await get())
         if not tries[-1].retryable or attempt == retries:
+            break
+        if timeout_retries is not None and sum(t.error == Reason.TIMEOUT for t in tries) > timeout_retries:
             break
         await asyncio.sleep(backoff_delay(attempt, backoff, tries[-1].retry_after, cap))
     return tries
@@ -435,7 +463,8 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
         if page.last_modified:
             headers["If-Modified-Since"] = page.last_modified
     held = not options.allow_private  # redirects no more private than the page as written
-    attempts = await with_retries(lambda: client.get(page.url, headers, same_reach=held), options.retries, options.backoff, options.retry_after_cap)
+    attempts = await with_retries(lambda: client.get(page.url, headers, same_reach=held), options.retries, options.backoff,
+                                  options.retry_after_cap, options.timeout_retries)
     final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed

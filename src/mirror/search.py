@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 # the index's layout and its CJK segmentation, re-exported: search is their public face
+from ._types import PageStatus
 from ._fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
 from ._segment import BARRIER, CJK, CJK_CLASS, ZWSP, bigrams, desegment, segment
 
@@ -171,6 +172,36 @@ def highlight(snippet: str, start: str, end: str) -> str:
     return snippet.replace(_MARK_START, start).replace(_MARK_END, end)
 
 
+def _filters(site: str | None, seed: str | None, section: str | None) -> tuple[dict[str, str], dict[str, object]]:
+    """The SQL conditions on `pages` of the filters given, by option name, and their parameters."""
+    where: dict[str, str] = {}
+    params: dict[str, object] = {}
+    if site:
+        where["site"] = "(pages.sitename = :site or pages.host = :site or pages.host like :site_sub or pages.url like :site_url)"
+        params |= {"site": site, "site_sub": f"%.{site}", "site_url": f"%://{site}/%"}
+    if seed:
+        where["seed"] = "pages.url in (select url from links where seed = :seed or seed like :seed_tail)"
+        params |= {"seed": seed, "seed_tail": f"%/{seed}"}
+    if section:
+        where["section"] = "pages.url in (select url from links where section = :section)"
+        params["section"] = section
+    return where, params
+
+
+def unmatched_filters(db: sqlite_utils.Database | sqlite3.Connection, *, site: str | None = None, seed: str | None = None,
+                      section: str | None = None) -> list[str]:
+    """The filters (`site`, `seed`, `section`) that no archived page passes: a search that found
+    nothing says which filter was the cause, not that no article has the words."""
+    conn = getattr(db, "conn", db)
+    where, params = _filters(site, seed, section)
+    unmatched = []
+    for name, condition in where.items():
+        if not conn.execute(f"select 1 from pages where status = :archived and {condition} limit 1",
+                            {**params, "archived": PageStatus.ARCHIVED}).fetchone():
+            unmatched.append(name)
+    return unmatched
+
+
 def search(
     db: sqlite_utils.Database | sqlite3.Connection,
     query: str,
@@ -193,17 +224,9 @@ def search(
     conn = getattr(db, "conn", db)  # a sqlite-utils Database, or a plain connection
     if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
         return []
-    where = [f"{FTS_TABLE} MATCH :match"]
-    params: dict[str, object] = {"match": match, "limit": limit}
-    if site:
-        where.append("(pages.sitename = :site or pages.host = :site or pages.host like :site_sub or pages.url like :site_url)")
-        params |= {"site": site, "site_sub": f"%.{site}", "site_url": f"%://{site}/%"}
-    if seed:
-        where.append("pages.url in (select url from links where seed = :seed or seed like :seed_tail)")
-        params |= {"seed": seed, "seed_tail": f"%/{seed}"}
-    if section:
-        where.append("pages.url in (select url from links where section = :section)")
-        params["section"] = section
+    filters, params = _filters(site, seed, section)
+    where = [f"{FTS_TABLE} MATCH :match", *filters.values()]
+    params |= {"match": match, "limit": limit}
     join = f"join pages on pages.id = {FTS_TABLE}.rowid" if len(where) > 1 else ""
     weights = ", ".join(str(w) for w in WEIGHTS)
     # Rank every match, but make snippets for the top `limit` only: a sorter would

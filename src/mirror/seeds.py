@@ -156,7 +156,11 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BOLD_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?(\*\*|__)([^*_].*?)\1\s*[:：]?\s*$")
 _LABEL = re.compile(r"^\s*(?:[-*+]\s+)?([^\s:：].{0,38}?)\s*[:：]\s*$")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
-_BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\](?:\s+|$))?")  # a task list's box too
+# A Markdown link reference definition: `[label]: url "title"`
+_REFERENCE = re.compile(r"""^\s{0,3}\[([^\[\]]+)\]:\s*<?([^\s<>]+)>?(?:\s+(?:"([^"]*)"|'([^']*)'|\(([^()]*)\)))?\s*$""")
+# A relative path written in prose (`./notes.md`, `../drafts/x.html`): a link with no site to fetch it from
+_RELATIVE_PATH = re.compile(r"""(?<![\w/.~\-`])\.\.?/[^\s<>()\[\]"'`，。；、]+""")
 _TRAILING = ".,;:!?'\"*_"
 _SENTENCE_END = re.compile(r"[。，,.!?！？；;、]")
 
@@ -291,8 +295,11 @@ def _kind(line: str) -> str:
         return "blank"
     if ":" in stripped and _whole_url(stripped):
         return "url"  # the commonest line, in one match
+    if stripped[0] == "[" and "]:" in stripped and _REFERENCE.match(line):
+        return "inline"  # `[label]: url`: its label is its title
     has_url = ":" in line and _URL.search(line)
-    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
+    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)
+                                       or "./" in line and _RELATIVE_PATH.search(line)):
         return "url" if has_url and _only_urls(_BULLET.sub("", line, count=1)) else "inline"
     # each pattern needs its first or last character: most lines are tested by a look at both ends
     first, last = stripped[0], stripped[-1]
@@ -367,6 +374,9 @@ def _may_link(line: str) -> bool:
 
 def _find_links(line: str) -> list[_Found]:
     stripped = line.strip()
+    if stripped[:1] == "[" and "]:" in stripped and (ref := _REFERENCE.match(line)):
+        title = ref[3] or ref[4] or ref[5] or ref[1]
+        return [_Found(ref.start(2), ref.end(2), _trim_url(ref[2]), _clean_title(title) or None)]
     if "](" not in line and ":" in stripped and _whole_url(stripped):
         # a line that is one URL (the commonest): what the passes below would find, in one match
         start = len(line) - len(line.lstrip())
@@ -403,11 +413,17 @@ def _find_links(line: str) -> list[_Found]:
         written = written[start - m.start():]
         hits.append(_Found(start, start + len(written), written, None))
         taken.take(m.start(), m.end())
+    taken.commit()
+    for m in _RELATIVE_PATH.finditer(line) if "./" in taken.outside(line) else ():
+        if taken.free(m.start(), m.end()):  # recorded, as skipped: the user sees it was not fetched
+            written = _trim_url(m[0])
+            hits.append(_Found(m.start(), m.start() + len(written), written, None))
+            taken.take(m.start(), m.end())
     if len(hits) > 1:
         hits.sort(key=_start_of)
     for i, hit in enumerate(hits):
-        if hit.title is None:
-            hit.title = _inline_title(line, hits, i)
+        if hit.title is None and not hit.written[:7].lower().startswith(("mailto:", "data:")):
+            hit.title = _inline_title(line, hits, i)  # (the prose around an e-mail address is no title)
     return hits
 
 

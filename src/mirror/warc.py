@@ -300,7 +300,11 @@ def payload_coding(raw_headers: list[tuple[bytes, bytes]]) -> str:
     once; `gzip, br` in one field not at all.) The fetcher counts a body's size this way."""
     for name, value in raw_headers:
         if name.lower() == b"content-encoding":
-            coding = value.decode("latin-1").strip().lower()
+            try:  # as warcio reads a header line back: UTF-8, else Latin-1; Unicode spaces stripped
+                text = value.decode("utf-8")
+            except UnicodeDecodeError:
+                text = value.decode("latin-1")
+            coding = text.strip().lower()
             return coding if coding in BufferedReader.get_supported_decompressors() else ""
     return ""
 

@@ -18,6 +18,7 @@ from datasette import hookimpl
 from markupsafe import Markup, escape
 
 from ..search import FTS_TABLE, build_match
+from ._common import date_attribute, date_text
 from ._origin import guard, validate_settings
 from .home import home_view
 from .table_search import ranked_table_search
@@ -109,6 +110,14 @@ def canned_queries(datasette, database):
     if hasattr(datasette, "set_instance_metadata") and not hasattr(datasette, "add_query") and database == "mirror":
         return METADATA["databases"]["mirror"]["queries"]
     return None
+
+
+@hookimpl
+def prepare_jinja2_environment(env):
+    """Dates as people read them in our templates: `{{ value|mirror_date }}`, and the
+    machine-readable value for `<time datetime="{{ value|mirror_datetime }}">`."""
+    env.filters["mirror_date"] = date_text
+    env.filters["mirror_datetime"] = date_attribute
 
 
 @hookimpl

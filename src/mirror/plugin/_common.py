@@ -8,11 +8,13 @@ import base64
 import functools
 import hashlib
 import re
+from datetime import datetime
 from pathlib import Path
 
 import sqlite_utils
 from datasette import Response
 
+from .._text import readable_date
 from ..store import queries
 from ..warc import WarcError, read_payload
 from ._permissions import can_read_archive
@@ -30,6 +32,38 @@ def reader_csp() -> str:
     line = f"window.datasetteVersion = '{__version__}';"
     digest = base64.b64encode(hashlib.sha256(line.encode()).digest()).decode()
     return READER_CSP.format(known=f" 'sha256-{digest}'")
+
+
+_WAYBACK_TIMESTAMP = re.compile(r"(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)")
+
+
+def _iso(value) -> str | None:
+    """`value` as an ISO date or timestamp, if it is one (a Wayback timestamp,
+    `20240305120000`, is one in UTC); else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    wayback = _WAYBACK_TIMESTAMP.fullmatch(text)
+    if wayback:
+        text = "{}-{}-{}T{}:{}:{}+00:00".format(*wayback.groups())
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.date().isoformat() if len(text) <= 10 else moment.isoformat()
+
+
+def date_text(value) -> str:
+    """The `mirror_date` filter: a stored date or timestamp as people read it
+    (`2024-03-05`, `2026-11-25 13:05 UTC`); a site's own date text as it is."""
+    if value is None:
+        return ""
+    return readable_date(_iso(value) or str(value))
+
+
+def date_attribute(value) -> str:
+    """The `mirror_datetime` filter: the machine-readable value for `<time datetime>`, or ""."""
+    return _iso(value) or ""
 
 
 class _Missing(Exception):

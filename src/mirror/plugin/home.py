@@ -1,6 +1,6 @@
 """The reading home at `/`: the seeds as written, seed → section → links, with each
-link's title, site, status, reader view and screenshot thumbnail; counts and the
-latest archived articles.
+link's title, site, status, reader view and screenshot thumbnail; counts, the pages
+no reading list links any more, and the latest archived articles as a grid of cards.
 
 Paged by link occurrence (the links table's primary key order), so a page costs
 the same at 100 or 100,000 links. datasette's table list is one click away.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from datasette import Response
+from datasette.database import QueryInterrupted
 
 from .._types import PageStatus
 from .._css import web_url
@@ -18,8 +19,8 @@ from ._common import _archive, _views, reader_csp
 from .screenshots import screenshot_urls
 
 PER_PAGE = 200
-RECENT = 10
-STATUSES = (PageStatus.ARCHIVED, PageStatus.NO_TEXT, PageStatus.FAILED, PageStatus.PENDING, PageStatus.SKIPPED)  # reading order
+RECENT = 12  # the grid's cards: full rows at 2, 3, 4 and 6 columns
+STATUSES = (PageStatus.ARCHIVED, PageStatus.DUPLICATE, PageStatus.NO_TEXT, PageStatus.FAILED, PageStatus.PENDING, PageStatus.SKIPPED)  # reading order
 
 
 @_views
@@ -34,11 +35,18 @@ async def home_view(datasette, request):
     seeds = [dict(r) for r in await db.execute("select seed, links, read_at from seeds order by seed")]
     where, params = ("where links.seed = ?", [seed]) if seed else ("", [])
     total = (await db.execute(f"select count(*) from links {where}", params)).single_value()
+    columns = set(await db.table_columns("pages"))
+    # a duplicate's original (archives from before duplicates have no same_as)
+    original, original_join = (
+        ("originals.id as original_id, originals.title as original_title", "left join pages as originals on originals.url = pages.same_as")
+        if "same_as" in columns
+        else ("null as original_id, null as original_title", "")
+    )
     rows = await db.execute(
         f"""select links.seed, links.line, links.section, links.title as link_title, links.url_as_written,
                    pages.id, pages.url, pages.title, pages.sitename, pages.host, pages.status, pages.error,
-                   pages.error_message, pages.fetched_at, pages.date
-            from links left join pages on pages.url = links.url
+                   pages.error_message, pages.fetched_at, pages.date, {original}
+            from links left join pages on pages.url = links.url {original_join}
             {where} order by links.seed, links.line, links.col limit ? offset ?""",
         [*params, PER_PAGE, (page - 1) * PER_PAGE],
     )
@@ -62,7 +70,9 @@ async def home_view(datasette, request):
     context = {
         "title": "mirror: your reading lists, archived",
         "db_name": db.name,
-        "counts": [(status, counts.get(status, 0)) for status in STATUSES],
+        "counts": [(status, counts.get(status, 0)) for status in STATUSES if counts.get(status) or status != PageStatus.DUPLICATE],
+        "unlinked": await _unlinked(db, columns),
+        "unlinked_url": datasette.urls.table(db.name, "pages") + "?" + urlencode({"status": PageStatus.PENDING.value, "seeds": "[]"}),
         "total_pages": sum(counts.values()),
         "seeds": seeds,
         "seed": seed,
@@ -78,12 +88,35 @@ async def home_view(datasette, request):
     return Response.html(await datasette.render_template("mirror_home.html", context, request=request), headers={"Content-Security-Policy": reader_csp()})
 
 
+async def _unlinked(db, columns: set[str]) -> int | None:
+    """How many pending pages no row of `links` links any more: `mirror fetch` leaves them.
+
+    The candidates are read from the facets index (`seeds` is `[]` once a page's last
+    link is gone, null on an archive older than that column), each checked against the
+    links as fetch checks it: at a million pending pages checking them all took seconds.
+    None when even that takes longer than datasette allows a query."""
+    candidates = "and (seeds = '[]' or seeds is null) " if "seeds" in columns else ""
+    try:
+        result = await db.execute(
+            f"select count(*) from pages where status = ? {candidates}"
+            "and not exists (select 1 from links where links.url = pages.url)",
+            [PageStatus.PENDING.value],
+        )
+    except QueryInterrupted:
+        return None
+    return result.single_value()
+
+
 def _entry(datasette, row: dict) -> dict:
+    reader = lambda page_id: datasette.urls.path(f"/-/mirror/page/{page_id}") if page_id is not None else None  # noqa: E731
+    site = row.get("sitename") or row.get("host") or ""
     return {
         **row,
-        "reader": datasette.urls.path(f"/-/mirror/page/{row['id']}") if row.get("id") is not None else None,
+        "reader": reader(row.get("id")),
+        "original_reader": reader(row.get("original_id")),
         "href": web_url(row["url"], "") if row.get("url") else None,  # only http(s) becomes a link
-        "site": row.get("sitename") or row.get("host") or "",
+        "site": site,
+        "initial": site[:1].upper() or "?",  # a card without a screenshot shows its site's initial
     }
 
 

@@ -89,6 +89,7 @@ async def reader_view(datasette, request):
     article = _article_html(markdown, page.get("final_url") or page["url"], archived, datasette)
     context = {
         "page": page,
+        "original": await _original(datasette, db, page),
         "original_href": web_url(page["url"]),
         "article": article,
         "origins": origins,
@@ -99,6 +100,18 @@ async def reader_view(datasette, request):
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
+
+
+async def _original(datasette, db, page: dict) -> dict | None:
+    """A duplicate's original (`same_as`: the page archived first with the same article):
+    its title and reader view; None for any other page."""
+    same_as = page.get("same_as")
+    if not same_as:
+        return None
+    row = (await db.execute("select id, title from pages where url = ?", [same_as])).first()
+    if row is None:
+        return {"title": same_as, "reader": None}
+    return {"title": row["title"] or same_as, "reader": datasette.urls.path(f"/-/mirror/page/{row['id']}")}
 
 
 @_views

@@ -7,6 +7,7 @@ written by the runs) and `queries` (reads, shared by the CLI and the plugin).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,11 @@ __all__ = [
 ]
 
 
+def _writable(folder: Path, db_path: Path) -> bool:
+    """Whether a command can write the archive (SQLite needs the folder too, for its journal)."""
+    return os.access(folder, os.W_OK) and (not db_path.exists() or os.access(db_path, os.W_OK))
+
+
 class Archive(ArchiveFolder, RowWriters, PipelineReads):
     """An archive folder and its database.
 
@@ -45,6 +51,11 @@ class Archive(ArchiveFolder, RowWriters, PipelineReads):
         self.path = Path(path)
         self.db_path = self.path / DB_NAME
         check_folder(self.path, create=create and not readonly)
+        if not readonly and not _writable(self.path, self.db_path):
+            raise ArchiveError(
+                f"{self.path}: the archive is read-only. `mirror search`, `show` and `serve` read it as it is; "
+                "links, fetch and reindex write to it: use a writable copy, or fix the folder's permissions"
+            )
         if readonly and not self.db_path.is_file():
             raise ArchiveError(f"{self.db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
         try:

@@ -7,7 +7,7 @@ connection (`db.execute_fn`) and the CLI on an `Archive`'s.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -89,18 +89,27 @@ class PipelineReads:
 
     db: sqlite_utils.Database
 
-    def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False) -> list[PageToFetch]:
+    def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False, only: Iterable[str] | None = None,
+                       linked: bool = True) -> list[PageToFetch]:
+        """The pages a run fetches: pending ones (failed ones too, or all, with `retry_failed`
+        or `refresh`) among `only` (the pages the sources named link), else among the pages some
+        reading list still links (`linked`; a link removed from every list is not fetched), else all."""
         if refresh:
             statuses = [s for s in PageStatus if s != PageStatus.SKIPPED]
         elif retry_failed:
             statuses = [PageStatus.PENDING, PageStatus.FAILED]
         else:
             statuses = [PageStatus.PENDING]
+        where = f"status in ({', '.join('?' for _ in statuses)})"
+        if only is None and linked:
+            where += " and exists (select 1 from links where links.url = pages.url)"
         rows = self.db.query(
-            "select url, candidates, warc_file, etag, last_modified from pages "
-            f"where status in ({', '.join('?' for _ in statuses)}) order by first_seen, url",
+            f"select url, candidates, warc_file, etag, last_modified from pages where {where} order by first_seen, url",
             statuses,
         )
+        if only is not None:  # (a read, not a temporary table: that would open a transaction the run never ends)
+            wanted = set(only)
+            rows = (row for row in rows if row["url"] in wanted)
         return [
             PageToFetch(
                 url=row["url"],
@@ -157,13 +166,18 @@ class PipelineReads:
         )
         return warc_location(row) if row else None
 
-    def pages_missing_images(self) -> list[tuple[str, str, list[str]]]:
-        """(url, final_url, image URLs) of archived articles whose images are not all fetched."""
+    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[tuple[str, str, list[str], list[str]]]:
+        """(url, final_url, image URLs, stylesheet URLs) of archived articles whose images or
+        stylesheets are not all fetched (a stopped run, a re-extraction), among `only` when given."""
         rows = self.db.query(
-            "select url, final_url, images from pages where status = ? and images is not null and resources_at is null",
+            "select url, final_url, images, stylesheets from pages where status = ? "
+            "and (images is not null or stylesheets is not null) and resources_at is null",
             [PageStatus.ARCHIVED],
         )
-        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"])) for r in rows]
+        if only is not None:
+            wanted = set(only)
+            rows = (r for r in rows if r["url"] in wanted)
+        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows]
 
     def archived_resource_urls(self) -> set[str]:
         return archived_resource_urls(self.db)

@@ -79,6 +79,9 @@ PAGES_COLUMNS = {
     "extracted_at": str,
     "extract_note": str,  # what went wrong while extracting (a deadline, a capture too big to read), for a person
     "resources_at": str,  # when the article's images were all fetched
+    "stylesheets": str,  # JSON list: the stylesheets the page links, fetched with its images (a stopped run's are resumed)
+    "canonical": str,  # the URL the page declares as its own (rel=canonical, og:url), normalized, when another
+    "same_as": str,  # a duplicate's original: the page archived first that ends at its final URL (or canonical, same title)
     # browser capture (mirror.browser)
     "capture": str,  # a CaptureKind: which capture the article was extracted from
     "rendered_at": str,  # when the browser last rendered the page
@@ -156,6 +159,14 @@ def _baseline(db: sqlite_utils.Database) -> None:
         reindex_rows(db)
 
 
+def _duplicates(db: sqlite_utils.Database) -> None:
+    """pages.stylesheets, canonical and same_as, and what finds the page another one duplicates
+    in one step: partial indexes, so that the million pages still pending cost them nothing."""
+    _baseline(db)
+    db.execute("create index if not exists idx_pages_final_url on pages(final_url) where final_url is not null")
+    db.execute("create index if not exists idx_pages_canonical on pages(canonical) where canonical is not null")
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -165,8 +176,8 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
-# 3: pages.extract_note; 4: dead_names
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline, _baseline]
+# 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates)
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline, _baseline, _duplicates]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

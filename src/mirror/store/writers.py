@@ -102,10 +102,15 @@ class RowWriters:
             removed_links=diff.removed,
         )
 
-    def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> None:
-        """One page's outcome, its attempts and its article, in one transaction."""
+    def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> PageStatus | None:
+        """One page's outcome, its attempts and its article, in one transaction. Returns the
+        status it now has when the capture set it: DUPLICATE for an article archived before
+        under another link (same final URL, or same canonical URL and title), kept once in
+        the search index and the reading home."""
         stamp = now()
         final = result.final
+        status: PageStatus | None = None
+        original = None
         with self.db.atomic():
             _insert_many(
                 self.db,
@@ -130,8 +135,14 @@ class RowWriters:
             if final.ok and final.status == 304:
                 update |= {"error": None, "error_message": None, "gone_since": None}
             elif final.ok:
+                status = extraction.status if extraction else PageStatus.ARCHIVED
+                original = self._original(result.url, final.final_url, extraction) if status == PageStatus.ARCHIVED else None
+                if original is not None:
+                    status = PageStatus.DUPLICATE
                 update |= {
-                    "status": extraction.status if extraction else PageStatus.ARCHIVED,
+                    "status": status,
+                    "same_as": original,
+                    "canonical": extraction.canonical if extraction else None,
                     "http_status": final.status,
                     "final_url": final.final_url,
                     "content_type": final.content_type,
@@ -154,9 +165,14 @@ class RowWriters:
                 else:
                     update |= {"status": PageStatus.FAILED, "http_status": final.status, "final_url": final.final_url}
             _update_page(self.db, result.url, update)
+            if status == PageStatus.ARCHIVED:
+                self._adopt(result.url, final.final_url, extraction)
             if extraction is not None:
-                self._save_extraction(result.url, extraction)
+                self._save_extraction(result.url, extraction, index=original is None)
+                if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
+                    _update_page(self.db, result.url, {"stylesheets": json.dumps(extraction.stylesheets) if extraction.stylesheets else None})
             crash_point("commit")
+        return status
 
     def save_extraction(self, url: str, extraction: Extraction) -> None:
         """Store a (re-)extraction of a captured page and re-index it."""
@@ -169,12 +185,22 @@ class RowWriters:
         images_due = 0
         with self.db.atomic():
             for url, extraction in items:
-                _update_page(self.db, url, {"status": extraction.status})
-                self._save_extraction(url, extraction)
+                duplicate = extraction.status == PageStatus.ARCHIVED and self._duplicate(url)
+                _update_page(self.db, url, {"status": PageStatus.DUPLICATE if duplicate else extraction.status})
+                self._save_extraction(url, extraction, index=not duplicate)
+                if duplicate:
+                    continue
                 if extraction.status == PageStatus.ARCHIVED and self._images_missing(url, extraction.images):
                     _update_page(self.db, url, {"resources_at": None})
                     images_due += 1
         return images_due
+
+    def _duplicate(self, url: str) -> bool:
+        """Whether a re-extracted page stays the duplicate it was (its original still archived)."""
+        row = self.db.execute(
+            "select 1 from pages p join pages o on o.url = p.same_as where p.url = ? and o.status = ?", [url, PageStatus.ARCHIVED]
+        ).fetchone()
+        return row is not None
 
     def _images_missing(self, page_url: str, images: list[str] | None) -> bool:
         """Whether the article shows an image never asked for: archived by no page, and not
@@ -182,13 +208,56 @@ class RowWriters:
         known = "select 1 from resources where url = ? and (status = ? or page_url = ?) limit 1"
         return any(self.db.execute(known, [image, ResourceStatus.ARCHIVED, page_url]).fetchone() is None for image in images or ())
 
-    def _save_extraction(self, url: str, extraction: Extraction) -> None:
+    def _original(self, url: str, final_url: str, extraction: Extraction | None) -> str | None:
+        """The archived page (another link's) that this capture is the same article as: the
+        one at the canonical URL this page declares (with its title: a canonical URL alone is
+        not trusted, some sites declare their home page on every page), else, for a page that
+        redirected, the one at the address it ended at. A page at its own address is nobody's
+        duplicate by its final URL (`_adopt` makes it the original)."""
+        from ..urls import normalize
+
+        row = None
+        if extraction is not None and extraction.canonical and extraction.title:
+            row = self.db.execute(
+                "select url from pages where url != :url and status = :archived and (url = :canonical or canonical = :canonical) "
+                "and title = :title order by url = :canonical desc, id limit 1",
+                {"url": url, "archived": PageStatus.ARCHIVED, "canonical": extraction.canonical, "title": extraction.title},
+            ).fetchone()
+        if row is None and normalize(final_url) != url:
+            row = self.db.execute(
+                "select url from pages where url != :url and status = :archived and (url = :final_normalized or final_url = :final) "
+                "order by url = :final_normalized desc, id limit 1",
+                {"url": url, "archived": PageStatus.ARCHIVED, "final": final_url, "final_normalized": normalize(final_url)},
+            ).fetchone()
+        return row[0] if row else None
+
+    def _adopt(self, url: str, final_url: str, extraction: Extraction | None) -> None:
+        """A page that is the article's own address (no redirect, or it is the URL others
+        declare canonical) is the original, whichever link was recorded first: the pages
+        archived before that end at it (or declare it, with its title) become its duplicates."""
+        from ..urls import normalize
+
+        if normalize(final_url) != url:
+            return
+        title = extraction.title if extraction else None
+        others = [row[0] for row in self.db.execute(
+            "select url from pages where url != :url and status = :archived "
+            "and (final_url = :final or (canonical = :url and title = :title))",
+            {"url": url, "final": final_url, "archived": PageStatus.ARCHIVED, "title": title},
+        )]
+        for other in others:
+            _update_page(self.db, other, {"status": PageStatus.DUPLICATE, "same_as": url})
+            self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = (select id from pages where url = ?)", [other])
+        if others:  # the duplicates of those are this page's now
+            self.db.conn.executemany("update pages set same_as = ? where same_as = ?", [(url, other) for other in others])
+
+    def _save_extraction(self, url: str, extraction: Extraction, *, index: bool = True) -> None:
         row = extraction.as_row()
         values = {column: row[column] for column in EXTRACTED_COLUMNS}
         _update_page(self.db, url, {**values, "extracted_at": now()})
         page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
         self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
-        if extraction.status == PageStatus.ARCHIVED:
+        if extraction.status == PageStatus.ARCHIVED and index:
             self.db.execute(*_fts.index_insert(page_id, row, extraction.search_index))
 
     def rebuild_index(self) -> int:
@@ -252,6 +321,16 @@ class RowWriters:
             _insert_many(self.db, "resources", rows, verb="insert or replace")
             if not deferred:
                 _update_page(self.db, page_url, {"resources_at": stamp})
+
+    def reset_pending(self, urls: list[str]) -> int:
+        """Pages a run marked failed for a name that did not resolve while the network was
+        down: pending again (they were never really tried). Returns how many."""
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "update pages set status = ?, error = null, error_message = null where url = ? and status = ? and error = ?",
+                [(PageStatus.PENDING, url, PageStatus.FAILED, Reason.DNS) for url in urls],
+            )
+        return len(urls)
 
     def dead_names(self) -> dict[str, float]:
         """Host names an earlier run found not to exist, until when to believe it (time.time())."""

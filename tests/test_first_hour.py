@@ -1,0 +1,360 @@
+"""What a new user trips over in the first hour (issue 24): an offline run, one article behind two
+links, `fetch FILE`, link titles, Ctrl-C, a hanging page, the command line's manners."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlite_utils
+
+from mirror._progress import FetchReporter, _Remaining, slowest_in_flight
+from mirror.fetch import FetchOptions, Summary, run
+from mirror.seeds import links_from_urls, parse_text
+from mirror.store import Archive
+
+from .conftest import ROOT
+from .dnsserver import DNSServer
+from .test_hostile import read_only
+from .webserver import article
+
+QUICK = ["--delay", "0", "--retries", "0", "--workers", "1"]
+
+
+def db_of(folder) -> sqlite_utils.Database:
+    return sqlite_utils.Database(folder / "archive" / "mirror.db")
+
+
+def closed_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# 1. An offline run leaves its pages pending
+
+
+def test_an_offline_run_leaves_its_pages_pending_and_the_next_run_fetches_them(cli, tmp_path, web, monkeypatch):
+    names = ["a.test", "b.test", "c.test", "d.test"]
+    for name in names:
+        web.add(f"/{name}", article(f"来自 {name}"))
+    (tmp_path / "mylist.md").write_text("".join(f"- http://{n}:{web.port}/{n}\n" for n in names), encoding="utf-8")
+    monkeypatch.setenv("MIRROR_NAMESERVERS", f"127.0.0.1:{closed_udp_port()}")  # nothing answers: no network
+    result = cli("fetch", "mylist.md", *QUICK)
+    assert result.exit_code == 0, result.output
+    last = result.stderr.strip().splitlines()[-1]  # (after a line per page: not a terminal)
+    assert "no host name resolved" in last and "4 pages left pending" in last, result.stderr
+    assert "pages in" not in result.stderr  # one line, not a summary table of failures
+    statuses = {row["url"]: (row["status"], row["error"]) for row in db_of(tmp_path)["pages"].rows}
+    assert set(statuses.values()) == {("pending", None)}
+    assert sum(web.recorder.hits.values()) == 0
+
+    with DNSServer("127.0.0.1") as dns:  # the network is back: no --retry-failed needed
+        dns.zone.addresses.update({name: ["127.0.0.1"] for name in names})
+        monkeypatch.setenv("MIRROR_NAMESERVERS", dns.nameserver)
+        result = cli("fetch", "mylist.md", *QUICK)
+    assert result.exit_code == 0, result.output
+    assert {row["status"] for row in db_of(tmp_path)["pages"].rows} == {"archived"}, result.output
+
+
+# 2. One article behind two links
+
+
+def test_two_links_to_one_article_are_stored_and_indexed_once(cli, tmp_path, web):
+    target = web.add("/posts/flash-attention", article("分块注意力", "独一无二的词：瓦片化。"))
+    web.add("/p/123", b"", status=301, Location="/posts/flash-attention")  # a short link
+    canonical = '<link rel="canonical" href="{}">'.format(target)
+    copy = article("分块注意力", "独一无二的词：瓦片化。").replace(b"<head>", f"<head>{canonical}".encode())
+    web.add("/amp/flash-attention", copy)  # the same article at another address, declaring the first
+    other = article("另一篇文章", "瓦片化也出现在这里。").replace(b"<head>", b'<head><link rel="canonical" href="/">')
+    home_canonical = web.add("/another", other)  # declares the site's home, with its own title: not a duplicate
+    (tmp_path / "list.md").write_text(
+        f"- {target}\n- {web.url('/p/123')}\n- {web.url('/amp/flash-attention')}\n- {home_canonical}\n", encoding="utf-8")
+    result = cli("fetch", "list.md", *QUICK)
+    assert result.exit_code == 0, result.output
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    assert rows[target]["status"] == "archived"
+    for url in (web.url("/p/123"), web.url("/amp/flash-attention")):
+        assert rows[url]["status"] == "duplicate" and rows[url]["same_as"] == target
+    assert rows[home_canonical]["status"] == "archived"
+    result = cli("search", "瓦片化", "--json")
+    assert sorted(hit["url"] for hit in __import__("json").loads(result.stdout)) == sorted([target, home_canonical])
+    result = cli("show", web.url("/p/123"))
+    assert f"same article as: {target}" in " ".join(result.stdout.split())
+    # a re-extraction keeps them duplicates
+    assert cli("reindex").exit_code == 0
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    assert rows[web.url("/p/123")]["status"] == "duplicate"
+    assert db_of(tmp_path).execute("select count(*) from pages_fts").fetchone()[0] == 2
+
+
+# 3. `mirror fetch FILE` fetches what FILE links
+
+
+def test_fetch_of_one_list_fetches_that_lists_pages_only(cli, tmp_path, web):
+    first, second, dropped = web.add("/one", article("一")), web.add("/two", article("二")), web.add("/three", article("三"))
+    (tmp_path / "earlier.md").write_text(f"{first}\n", encoding="utf-8")
+    (tmp_path / "later.md").write_text(f"{second}\n{dropped}\n", encoding="utf-8")
+    assert cli("links", "earlier.md", "later.md").exit_code == 0  # recorded, pending
+    (tmp_path / "later.md").write_text(f"{second}\n", encoding="utf-8")  # a link removed from its list
+    result = cli("fetch", "later.md", *QUICK)
+    assert result.exit_code == 0, result.output
+    assert web.recorder.hits["/two"] == 1 and web.recorder.hits["/one"] == 0 and web.recorder.hits["/three"] == 0
+    statuses = {row["url"]: row["status"] for row in db_of(tmp_path)["pages"].rows}
+    assert statuses == {first: "pending", second: "archived", dropped: "pending"}
+
+    # everything pending: what the other list links, not the page no list links any more
+    result = cli("fetch", "later.md", "--all-pending", *QUICK)
+    assert result.exit_code == 0, result.output
+    assert web.recorder.hits["/one"] == 1 and web.recorder.hits["/three"] == 0
+    assert db_of(tmp_path)["pages"].get(dropped)["status"] == "pending"
+
+
+# 4. Link titles
+
+
+def test_task_items_mailto_prose_and_relative_links():
+    text = "\n".join([
+        "- [ ] https://example.com/todo",
+        "- [x] https://example.com/done",
+        "Questions? Write to mailto:someone@example.com",
+        "More in ./notes.md and `./build.sh`.",
+        "[paper]: https://arxiv.org/abs/2205.14135 \"FlashAttention\"",
+        "[notes]: ./notes/attention.md",
+    ])
+    links = {(link.line, link.url): link for link in parse_text(text, "list.md")}
+    assert links[(1, "https://example.com/todo")].title is None
+    assert links[(2, "https://example.com/done")].title is None
+    assert links[(3, "mailto:someone@example.com")].title is None
+    notes = links[(4, "./notes.md")]
+    assert notes.skip_reason and "relative" in notes.skip_reason
+    assert not any(url == "./build.sh" for _, url in links)  # code, not a link
+    assert links[(5, "https://arxiv.org/abs/2205.14135")].title == "FlashAttention"
+    assert "relative" in links[(6, "./notes/attention.md")].skip_reason
+
+
+def test_relative_links_are_reported_by_fetch(cli, tmp_path, web):
+    url = web.add("/page", article("页"))
+    (tmp_path / "list.md").write_text(f"{url}\nsee ./notes.md\n", encoding="utf-8")
+    result = cli("fetch", "list.md", *QUICK)
+    assert "1 links are not web pages and are skipped" in result.stderr
+    assert db_of(tmp_path)["pages"].get("./notes.md")["status"] == "skipped"
+
+
+# 5. Ctrl-C and what an interrupted run left
+
+
+def test_ctrl_c_prints_the_clean_line_only(tmp_path, web):
+    urls = [web.url(f"/slow/{n}?s=3") for n in range(6)] + [web.add(f"/fast{n}", article(f"快 {n}")) for n in range(4)]
+    (tmp_path / "list.md").write_text("\n".join(urls) + "\n", encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror", "fetch", "list.md", "--delay", "0", "--workers", "2"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"},
+    )
+    deadline = time.monotonic() + 60
+    db = tmp_path / "archive" / "mirror.db"
+    while time.monotonic() < deadline:  # the workers are up once a page is archived
+        time.sleep(0.2)
+        try:
+            with sqlite3.connect(db) as conn:
+                if conn.execute("select count(*) from pages where status = 'archived'").fetchone()[0]:
+                    break
+        except sqlite3.Error:
+            pass
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole process group
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted:" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+
+
+def test_stylesheets_of_pages_an_interrupted_run_saved_are_fetched_by_the_next(tmp_path, web):
+    web.add("/style.css", b"body { color: #333 }", content_type="text/css")
+    page = article("样式").replace(b"<head>", b'<head><link rel="stylesheet" href="/style.css">')
+    url = web.add("/styled", page)
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls([url]))
+        run(archive, FetchOptions(delay=0, retries=0, workers=1))
+    db = db_of(tmp_path)
+    assert db["resources"].get((url, web.url("/style.css")))["status"] == "archived"
+    # what a stop between the page and its resources leaves: the page recorded, its resources not
+    db.execute("delete from resources")
+    db.execute("update pages set resources_at = null")
+    db.conn.commit()
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        summary = run(archive, FetchOptions(delay=0, retries=0, workers=1))
+    assert summary.images_resumed == 1
+    assert web.recorder.hits["/style.css"] == 2
+    assert db["resources"].get((url, web.url("/style.css")))["status"] == "archived"
+    assert db["pages"].get(url)["resources_at"] is not None
+
+
+# 6. A hanging page
+
+
+def test_a_page_that_timed_out_is_retried_once_unless_asked(tmp_path, web):
+    url = web.url("/never")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls([url]))
+        run(archive, FetchOptions(delay=0, timeout=0.5, retries=3, backoff=0, workers=1))
+        assert web.recorder.hits["/never"] == 2
+        run(archive, FetchOptions(delay=0, timeout=0.5, retries=3, backoff=0, workers=1, retry_failed=True, timeout_retries=3))
+    assert web.recorder.hits["/never"] == 2 + 4
+    attempts = db_of(tmp_path).execute("select count(*) from attempts where url = ?", [url]).fetchone()[0]
+    assert attempts == 6
+
+
+def test_the_bar_names_the_slowest_requests_in_flight_and_its_eta_moves():
+    now = time.monotonic()
+    in_flight = {"http://fast.example/a": now - 1, "http://hang.example/forever": now - 42, "http://slow.example/b": now - 7}
+    lines = [text.plain for text in slowest_in_flight(in_flight, now)]
+    assert [line.split()[-1] for line in lines] == ["http://hang.example/forever", "http://slow.example/b"]
+    assert "42 s" in lines[0]
+
+    from rich.progress import Progress
+
+    progress = Progress()
+    task_id = progress.add_task("fetch", total=10)
+    progress.update(task_id, completed=5)
+    task = progress.tasks[0]
+    task.start_time = time.monotonic() - 10  # 5 pages in 10 s
+    first = _Remaining().render(task).plain
+    task.start_time -= 20  # 20 s more and not one page more
+    later = _Remaining().render(task).plain
+    assert first == "0:00:10" and later == "0:00:30"
+
+
+def test_a_terminal_shows_the_request_that_hangs(web):
+    console_file = io.StringIO()
+    from rich.console import Console
+
+    reporter = FetchReporter(Console(file=console_file, force_terminal=True, width=120))
+    summary = Summary(total=3)
+    summary.in_flight["http://hang.example/forever"] = time.monotonic() - 12
+    reporter.start(summary)
+    reporter._progress.refresh()
+    reporter.stop()
+    assert "waiting" in console_file.getvalue() and "http://hang.example/forever" in console_file.getvalue()
+
+
+# 8. The command line
+
+
+def test_version_short_help_and_examples(cli):
+    from mirror import __version__
+
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"mirror {__version__}"
+    result = cli("fetch", "-h", env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "seeds/" in result.stdout and "mirror fetch mylist.md" in result.stdout
+    assert "auto" in result.stdout and "always" in result.stdout and "never" in result.stdout
+    result = cli("fetch", "--browser", "sometimes")
+    assert result.exit_code == 2 and "sometimes" in result.output
+
+
+@pytest.mark.parametrize(("written", "size"), [("50M", 50_000_000), ("10MB", 10_000_000), ("2KiB", 2048), ("1234", 1234)])
+def test_max_bytes_takes_sizes_as_people_write_them(cli, tmp_path, web, written, size):
+    url = web.add("/sized", article("大小", "字" * 3000))
+    result = cli("fetch", url, "--max-bytes", written, *QUICK, "--json")
+    assert result.exit_code == 0, result.output
+    status = db_of(tmp_path)["pages"].get(url)
+    assert (status["status"] == "failed") == (size < 9000), (written, status["status"])
+
+
+def test_max_bytes_refuses_a_size_it_cannot_read(cli):
+    result = cli("fetch", "--max-bytes", "ten")
+    assert result.exit_code == 2 and "'ten' is not a size" in result.output
+
+
+def test_search_shows_the_id_show_takes_and_names_a_filter_that_matches_nothing(cli, tmp_path, web):
+    url = web.add("/post", article("显存优化", "重计算节省显存。"))
+    assert cli("fetch", url, *QUICK).exit_code == 0
+    page_id = db_of(tmp_path)["pages"].get(url)["id"]
+    result = cli("search", "显存")
+    assert f"mirror show {page_id}" in result.stdout
+    assert "显存优化" in cli("show", str(page_id)).stdout
+    assert "显存优化" in cli("show", url.removeprefix("http://")).stdout  # as `links` reads a URL without its scheme
+    result = cli("search", "显存", "--site", "nosuch.example")
+    assert result.exit_code == 0 and "--site 'nosuch.example'" in result.stderr and "filter" in result.stderr
+
+
+# 9. No-op runs and the links table
+
+
+def test_a_run_with_nothing_to_do_says_so_in_one_line(cli, tmp_path, web):
+    url = web.add("/done", article("完成"))
+    (tmp_path / "list.md").write_text(f"{url}\n", encoding="utf-8")
+    assert cli("fetch", "list.md", *QUICK).exit_code == 0
+    result = cli("fetch", "list.md", *QUICK)
+    assert result.exit_code == 0
+    assert len(result.output.strip().splitlines()) == 1 and result.output.startswith("nothing to fetch"), result.output
+    (tmp_path / "empty.md").write_text("", encoding="utf-8")
+    result = cli("fetch", "empty.md", *QUICK)
+    assert result.exit_code == 0 and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_links_never_wraps_a_url(cli, tmp_path):
+    url = "https://zhuanlan.zhihu.com/p/" + "1234567890" * 5 + "?utm_source=x&share=" + "abcdef" * 6
+    (tmp_path / "list.md").write_text(f"- [一篇很长标题的文章，讲的是显存优化与重计算]({url})\n", encoding="utf-8")
+    for width in ("60", "100", "300"):
+        result = cli("links", "list.md", env={"COLUMNS": width})
+        rows = [line for line in result.stdout.splitlines() if "zhuanlan" in line]
+        assert len(rows) == 1, result.stdout  # on one line, whole or with its middle left out
+        if int(width) >= 300:
+            assert url.split("?")[0] in rows[0]
+
+
+# 10. Errors
+
+
+def test_a_bad_cookies_file_is_named_as_the_user_wrote_it(cli, tmp_path):
+    (tmp_path / "my-cookies.txt").write_text("# Netscape HTTP Cookie File\nnot\ta cookie line\n", encoding="utf-8")
+    result = cli("fetch", "https://example.com/", "--cookies", "my-cookies.txt")
+    assert result.exit_code == 2
+    assert "my-cookies.txt" in result.stderr and "/tmp/tmp" not in result.stderr.replace(str(tmp_path), "")
+
+
+def test_write_commands_on_a_read_only_archive_say_read_only(tmp_path):
+    from .conftest import run_mirror
+
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(["https://example.com/a"]))
+    with read_only(tmp_path / "archive"):
+        for command in (["fetch", "https://example.com/b"], ["links", "https://example.com/c"], ["reindex"]):
+            result = run_mirror(*command, cwd=tmp_path)
+            assert result.returncode == 1 and "read-only" in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_slow_hosts_are_slow_servers_not_our_politeness(tmp_path, web, web2):
+    web.add("/hop", b"", status=302, Location="/landing")  # its second request waits our 1 s at the gate
+    web.add("/landing", article("落地"))
+    quick = [web.add(f"/q{n}", article(f"快 {n}")) for n in range(3)]
+    slow = [web2.url(f"/slow/{n}?s=1.2") for n in range(2)]
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls([web.url("/hop"), *quick, *slow]))
+        summary = run(archive, FetchOptions(delay=1.0, per_host=1, retries=0, workers=1, images=False))
+    assert [host for host, _, _ in summary.slowest_hosts()] == [f"127.0.0.2:{web2.port}"]
+    assert max(summary.host_seconds[f"127.0.0.1:{web.port}"]) < 0.5  # the redirect's politeness wait left out
+
+
+def test_a_host_answering_at_once_is_never_slow():
+    summary = Summary()
+    summary.host_seconds["fast.example"] = [0.01, 0.02]
+    summary.host_seconds["slow.example"] = [1.5, 2.5]
+    assert [host for host, _, _ in summary.slowest_hosts()] == ["slow.example"]
+
+
+def test_readme_quick_start_names_the_commands_that_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Quick start")
+    assert start < text.index("## Commands")
+    assert text.index("```sh") < start  # the two set-up commands stay first
