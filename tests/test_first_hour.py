@@ -64,6 +64,21 @@ def test_an_offline_run_leaves_its_pages_pending_and_the_next_run_fetches_them(c
     assert {row["status"] for row in db_of(tmp_path)["pages"].rows} == {"archived"}, result.output
 
 
+def test_an_offline_run_of_one_url_or_with_a_resolver_saying_no_such_name_leaves_it_pending(cli, tmp_path, web, monkeypatch):
+    """Fewer names than the offline rule counts, or a resolver that says "no such name" to
+    everything while offline (some do): nothing was reached, so nothing was really tried."""
+    monkeypatch.setenv("MIRROR_NAMESERVERS", f"127.0.0.1:{closed_udp_port()}")
+    result = cli("fetch", f"http://one.test:{web.port}/post", *QUICK)
+    assert result.exit_code == 0 and "1 pages left pending" in result.stderr, result.output
+    assert [row["status"] for row in db_of(tmp_path)["pages"].rows] == ["pending"]
+    with DNSServer("127.0.0.1") as dns:  # answers NXDOMAIN for every name
+        monkeypatch.setenv("MIRROR_NAMESERVERS", dns.nameserver)
+        result = cli("fetch", f"http://two.test:{web.port}/a", f"http://three.test:{web.port}/b", *QUICK)
+    assert result.exit_code == 0 and "2 pages left pending" in result.stderr, result.output
+    assert {row["status"] for row in db_of(tmp_path)["pages"].rows} == {"pending"}
+    assert db_of(tmp_path)["dead_names"].count == 0  # not believed either
+
+
 # 2. One article behind two links
 
 
@@ -93,6 +108,82 @@ def test_two_links_to_one_article_are_stored_and_indexed_once(cli, tmp_path, web
     rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
     assert rows[web.url("/p/123")]["status"] == "duplicate"
     assert db_of(tmp_path).execute("select count(*) from pages_fts").fetchone()[0] == 2
+
+
+def _long(words: str) -> str:
+    """An article's worth of text of its own: `words`, then 600 characters drawn by a seed of them."""
+    import random
+
+    pool = "模型训练推理显存带宽算子融合调度流水线并行张量切分通信拓扑梯度累积混合精度量化蒸馏缓存命中延迟吞吐"
+    draw = random.Random(words)
+    return words + "。" + "".join(draw.choice(pool) + ("，" if i % 12 == 11 else "") for i in range(600)) + "。"
+
+
+def test_a_page_elsewhere_declaring_an_articles_canonical_url_cannot_hide_it(cli, tmp_path, web):
+    """A canonical URL and a title are claims: a page of another site making them, or a page
+    whose text differs (the second page of a series), is not the article's duplicate."""
+    canonical = web.url("/posts/real-article")
+    declares = f'<link rel="canonical" href="{canonical}">'.encode()
+    spam = web.add("/x", article("Real Article", _long("广告")).replace(b"<head>", b"<head>" + declares))
+    spam = spam.replace("127.0.0.1", "localhost")  # another site
+    legit = web.add("/article-7", article("Real Article", _long("斑马")).replace(b"<head>", b"<head>" + declares))
+    series = f'<link rel="canonical" href="{web.url("/series")}">'.encode()
+    one = web.add("/series-1", article("Series", _long("第一页")).replace(b"<head>", b"<head>" + series))
+    two = web.add("/series-2", article("Series", _long("第二页")).replace(b"<head>", b"<head>" + series))
+    (tmp_path / "first.md").write_text(f"{spam}\n{one}\n", encoding="utf-8")
+    (tmp_path / "second.md").write_text(f"{legit}\n{two}\n", encoding="utf-8")
+    assert cli("fetch", "first.md", *QUICK).exit_code == 0  # recorded first
+    assert cli("fetch", "second.md", *QUICK).exit_code == 0
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    assert {url: rows[url]["status"] for url in (spam, legit, one, two)} == dict.fromkeys((spam, legit, one, two), "archived")
+    import json
+
+    assert [hit["url"] for hit in json.loads(cli("search", "斑马", "--json").stdout)] == [legit]
+    assert [hit["url"] for hit in json.loads(cli("search", "第二页", "--json").stdout)] == [two]
+
+
+def test_a_relative_canonical_url_is_read_as_the_browser_reads_it(cli, tmp_path, web):
+    body = _long("相对")
+    original = web.add("/o", article("同一篇", body))
+    copy = web.add("/c", article("同一篇", body).replace(b"<head>", b'<head><link rel="canonical" href="/o">'))
+    (tmp_path / "list.md").write_text(f"{copy}\n{original}\n", encoding="utf-8")
+    assert cli("fetch", "list.md", *QUICK).exit_code == 0
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    assert rows[copy]["canonical"] == original
+    assert (rows[copy]["status"], rows[copy]["same_as"], rows[original]["status"]) == ("duplicate", original, "archived")
+
+
+def test_when_the_original_stops_being_an_article_its_duplicate_takes_its_place(cli, tmp_path, web):
+    import json
+
+    original = web.add("/orig", article("袋鼠", _long("袋鼠")))
+    web.add("/short", b"", status=301, Location="/orig")
+    (tmp_path / "a.md").write_text(f"{original}\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text(f"{web.url('/short')}\n", encoding="utf-8")
+    assert cli("fetch", "a.md", "b.md", *QUICK).exit_code == 0
+    assert db_of(tmp_path)["pages"].get(web.url("/short"))["status"] == "duplicate"
+    web.add("/orig", b"<html><head><title>x</title></head><body></body></html>")  # the page is emptied
+    result = cli("fetch", "a.md", "--refresh", *QUICK)
+    assert result.exit_code == 0, result.output
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    assert rows[original]["status"] == "no_text"
+    assert (rows[web.url("/short")]["status"], rows[web.url("/short")]["same_as"]) == ("archived", None)
+    assert [hit["url"] for hit in json.loads(cli("search", "袋鼠", "--json").stdout)] == [web.url("/short")]
+
+
+def test_a_page_the_browser_saved_is_checked_for_duplicates_too(tmp_path):
+    from mirror._types import Extraction, PageStatus
+
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(["https://example.com/app", "https://example.com/go"]))
+        text = _long("袋熊")
+        for url in ("https://example.com/app", "https://example.com/go"):
+            rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="袋熊", text=text, markdown=text)
+            status = archive.record_render(url, {"status": PageStatus.ARCHIVED, "final_url": "https://example.com/app"}, rendered, [])
+        assert status == PageStatus.DUPLICATE
+        rows = {row["url"]: row for row in archive.db["pages"].rows}
+        assert rows["https://example.com/go"]["same_as"] == "https://example.com/app"
+        assert archive.db.execute("select count(*) from pages_fts").fetchone()[0] == 1
 
 
 # 3. `mirror fetch FILE` fetches what FILE links
@@ -138,6 +229,21 @@ def test_task_items_mailto_prose_and_relative_links():
     assert not any(url == "./build.sh" for _, url in links)  # code, not a link
     assert links[(5, "https://arxiv.org/abs/2205.14135")].title == "FlashAttention"
     assert "relative" in links[(6, "./notes/attention.md")].skip_reason
+
+
+def test_headings_labels_and_prose_in_brackets_stay_what_they_are():
+    text = "\n".join([
+        "## Build notes (./configure flags)",
+        "- https://example.com/one",
+        "**Read ./later:**",
+        "- https://example.com/two",
+        "[TODO]: later",
+        "[y]: //cdn.example.com/x.js",
+    ])
+    links = {link.url: link for link in parse_text(text, "list.md")}
+    assert links["https://example.com/one"].section == "Build notes (./configure flags)"
+    assert links["https://example.com/two"].section == "Read ./later"
+    assert set(links) == {"https://example.com/one", "https://example.com/two", "https://cdn.example.com/x.js"}
 
 
 def test_relative_links_are_reported_by_fetch(cli, tmp_path, web):
@@ -305,12 +411,18 @@ def test_a_run_with_nothing_to_do_says_so_in_one_line(cli, tmp_path, web):
 def test_links_never_wraps_a_url(cli, tmp_path):
     url = "https://zhuanlan.zhihu.com/p/" + "1234567890" * 5 + "?utm_source=x&share=" + "abcdef" * 6
     (tmp_path / "list.md").write_text(f"- [一篇很长标题的文章，讲的是显存优化与重计算]({url})\n", encoding="utf-8")
-    for width in ("60", "100", "300"):
-        result = cli("links", "list.md", env={"COLUMNS": width})
+    for width in ("60", "100", "300"):  # on a terminal: a table
+        result = cli("links", "list.md", env={"COLUMNS": width, "FORCE_COLOR": "1"})
         rows = [line for line in result.stdout.splitlines() if "zhuanlan" in line]
-        assert len(rows) == 1, result.stdout  # on one line, whole or with its middle left out
+        assert len(rows) == 1 and "│" in rows[0], result.stdout  # on one line, whole or with its middle left out
         if int(width) >= 300:
             assert url.split("?")[0] in rows[0]
+        else:
+            assert "…" in rows[0]
+    result = cli("links", "list.md", env={"COLUMNS": "60"})  # piped: whole, tab-separated
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert rows[0] == ["seed:line", "section", "title", "url", "note"]
+    assert rows[1][0] == "list.md:1" and rows[1][3] == url.split("?")[0] + "?share=" + "abcdef" * 6, rows
 
 
 # 10. Errors

@@ -51,11 +51,12 @@ def test_transient_errors_keep_their_retries(tmp_path, web):
     assert summary.down_hosts == {}
 
 
-def test_no_host_resolves_is_reported_once_and_pages_keep_dns(tmp_path):
+def test_no_host_resolves_is_reported_once_and_pages_stay_pending(tmp_path):
+    """Nothing resolved, nothing reached: offline. The pages were never really tried (issue 24)."""
     urls = [f"http://host{i}.invalid/a{j}" for i in range(6) for j in range(3)]
     db, summary = fetch_urls(tmp_path, urls, retries=3, backoff=5.0, delay=5.0)
-    assert {page(db, u)["error"] for u in urls} == {"dns"}
-    assert summary.no_host_resolved
+    assert {(page(db, u)["status"], page(db, u)["error"]) for u in urls} == {("pending", None)}
+    assert summary.no_host_resolved and summary.left_pending == len(urls)
     assert all(page(db, u)["attempts"] == 1 for u in urls)
 
 

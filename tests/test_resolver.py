@@ -101,3 +101,80 @@ def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, 
     row = db["pages"].get(url)
     assert row["title"] == "流水线并行" and row["language"] == "zh"
     assert "微批次依次流过各段" in row["text"] and row["text"].count("\ufffd") <= 4
+
+
+def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path, web, dns):
+    """Issue 25 item 2: the names a page's images and stylesheets are on are asked for when its
+    HTML arrives (while it is extracted), once; names it only links to, or its scripts' with no
+    `src`-like attribute, are not. A failed early lookup is the resource's outcome, not a second wait."""
+    import asyncio
+
+    from mirror._client import Budget, Client, Reach
+    from mirror.warc import CaptureWriter
+
+    for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "linked-site.test"):
+        dns.zone.addresses[name] = ["127.0.0.1"]
+    dns.zone.nxdomain.add("gone-cdn.test")
+    web.add("/img.png", PNG, content_type="image/png")
+    port = web.port
+    url = web.add("/early", article("早", f'<img src="http://early-cdn.test:{port}/img.png" alt="x">'
+                                         f'<img data-actualsrc="//lazy-cdn.test:{port}/img.png">'
+                                         f'<img src="http://gone-cdn.test:{port}/img.png">'
+                                         f'<a href="http://linked-site.test/elsewhere">elsewhere</a>').replace(
+        b"<head>", f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'.encode()))
+
+    async def go():
+        writer = CaptureWriter(tmp_path)
+        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
+                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
+        try:
+            page = await client.get(url)
+            assert page.ok
+            for _ in range(100):  # no image requested yet: the lookups started with the page's HTML
+                if all(dns.queries[n] for n in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "gone-cdn.test")):
+                    break
+                await asyncio.sleep(0.02)
+            asked = dict(dns.queries)
+            budget = Budget(timeout=3, retries=0, concurrency=8)
+            image = await client.get(f"http://early-cdn.test:{port}/img.png", budget=budget, reach=Reach.LOOPBACK)
+            gone = await client.get(f"http://gone-cdn.test:{port}/img.png", budget=budget, reach=Reach.LOOPBACK)
+            return asked, image, gone
+        finally:
+            await client.aclose()
+            writer.close()
+
+    asked, image, gone = asyncio.run(go())
+    for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "gone-cdn.test"):
+        assert asked.get(name), f"{name} was not looked up when the page's HTML arrived"
+    assert not asked.get("linked-site.test")  # a link to another page is not fetched
+    assert image.ok and image.status == 200
+    assert dns.queries["early-cdn.test"] == asked["early-cdn.test"]  # the request used the early answer
+    assert gone.error == "dns" and dns.queries["gone-cdn.test"] == asked["gone-cdn.test"]
+
+
+def test_a_page_naming_thousands_of_hosts_gets_only_the_first_few_looked_up_ahead(tmp_path, web, dns):
+    import asyncio
+    import time
+
+    from mirror._client import LOOK_AHEAD, Client
+    from mirror.warc import CaptureWriter
+
+    url = web.add("/many", article("多", "".join(f'<img src="http://h{i}.many.test/{i}.png">' for i in range(500))))
+
+    async def go():
+        writer = CaptureWriter(tmp_path)
+        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
+                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
+        try:
+            assert (await client.get(url)).ok
+            end = time.monotonic() + 3
+            while sum(1 for n in dns.queries if n.endswith(".many.test")) < LOOK_AHEAD and time.monotonic() < end:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)
+        finally:
+            await client.aclose()
+            writer.close()
+
+    asyncio.run(go())
+    asked = {n for n in dns.queries if n.endswith(".many.test")}
+    assert asked == {f"h{i}.many.test" for i in range(LOOK_AHEAD)}  # the first ones, once each

@@ -16,6 +16,7 @@ import errno
 import functools
 import ipaddress
 import random
+import re
 import socket
 import ssl
 import tempfile
@@ -46,6 +47,12 @@ OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reach
 KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
 DEAD_NAME_SECONDS = 3600.0  # how long a name found not to exist is believed, across runs (--refresh asks again)
 SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
+LOOK_AHEAD = 32  # host names a page's HTML gets looked up ahead (a hostile page naming thousands asks for 32)
+# What a page's HTML loads from another host: `//host` after src, srcset, a lazy attribute
+# (data-src, data-actualsrc, data-original, ...) or poster, or in a <link href> (stylesheets);
+# links to other pages are not fetched. Two steps: finding "//" is fast, the attribute is checked after.
+_SLASHES_HOST = re.compile(rb"//([a-zA-Z0-9.-]+)")
+_RESOURCE_ATTRIBUTE = re.compile(rb"(?:src|srcset|original|poster|(href))\s*=\s*[\"']?\s*(?:https?:)?$", re.IGNORECASE)
 OFFLINE_HINT = "no host name resolved in this run: check the network connection or the proxy settings"
 
 
@@ -176,13 +183,15 @@ class Client:
         keepalive: float = KEEPALIVE,
         resolver: Resolver | None = None,
         dead_names: dict[str, float] | None = None,
+        look_ahead: bool = False,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
         (None: to every host). An idle connection is kept `keepalive` seconds. Names are looked
         up by `resolver` (default: c-ares with MIRROR_NAMESERVERS, else the system's), and a
         connection goes to the addresses looked up and checked, never to a second lookup's.
         `dead_names` (name -> until when, a time.time()) did not exist in an earlier run: they are
-        not asked again; `nxdomain` collects this run's, for the next."""
+        not asked again; `nxdomain` collects this run's, for the next. With `look_ahead`, the
+        host names a page's HTML loads resources from are looked up as soon as it arrives."""
         self.writer = writer
         self.per_host, self.delay = per_host, delay
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
@@ -202,6 +211,9 @@ class Client:
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
+        self._look_ahead = look_ahead and not urllib.request.getproxies()  # (a proxy looks names up itself)
+        self._ahead: dict[str, BaseException | None] = {}  # names looked up ahead -> how the lookup failed (None: not yet)
+        self._failed_names: set[str] = set()  # names whose lookup failed in this run
         self._names = resolver or Resolver(nameservers_from_env())
         self._dead = dict(dead_names or {})
         self.nxdomain: dict[str, float] = {}  # names that did not exist in this run -> until when to believe it
@@ -237,6 +249,8 @@ class Client:
                     pass
 
     async def aclose(self) -> None:
+        for lookup in list(self._lookups.values()):  # lookups ahead no request waits for
+            lookup.cancel()
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
@@ -378,6 +392,9 @@ class Client:
             return self._dns_failure(url, exc)
         if name in self._reach:
             return self._reach[name]
+        failed = self._ahead.pop(name, None)
+        if failed is not None and not page:  # looked up ahead, while no request waited: its failure is this one's
+            return self._dns_failure(url, failed, budget=True)
         lookup = self._lookups.get(name)
         if lookup is None and self._deferring:
             return self._deferred(url)
@@ -394,14 +411,61 @@ class Client:
         except TimeoutError:
             late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
             return self._dns_failure(url, late, budget=not page)
-        except (OSError, UnicodeError, ValueError) as exc:
-            return self._dns_failure(url, exc)  # not kept: a lookup that timed out may work later
+        except (OSError, UnicodeError, ValueError) as exc:  # not kept: a page's lookup that timed out may work
+            return self._dns_failure(url, exc, budget=not page)  # later (a resource's takes its host down)
         return self._reach[name]
 
     def _looked_up(self, host: str, lookup: asyncio.Future) -> None:
         self._lookups.pop(host, None)
-        if not lookup.cancelled():
-            lookup.exception()  # retrieved: a lookup everyone stopped waiting for is not an error to log
+        if lookup.cancelled():
+            self._ahead.pop(host, None)
+            return
+        failed = lookup.exception()  # retrieved: a lookup everyone stopped waiting for is not an error to log
+        if failed is None:
+            self._reach.setdefault(host, lookup.result())  # for the requests to come (one waiting sets it too)
+            return
+        self._failed_names.add(host)  # not looked up ahead again in this run (a request may ask itself)
+        if host in self._ahead:
+            self._ahead[host] = failed
+
+    def look_up_ahead(self, html_head: bytes, base: str) -> None:
+        """Start looking up the host names `html_head` (the start of a page's HTML, decoded) loads
+        resources from, while the page is extracted: when its images' requests come, their
+        lookups are done or under way. At most LOOK_AHEAD names a page; the requests apply the
+        address rules, this only asks early."""
+        if not self._look_ahead or self._deferring:
+            return
+        own = (urlsplit(base).hostname or "").lower()
+        names: list[str] = []
+        for match in _SLASHES_HOST.finditer(html_head):
+            start = match.start()
+            attribute = _RESOURCE_ATTRIBUTE.search(html_head[max(0, start - 30):start])
+            if attribute is None:
+                continue
+            if attribute[1]:  # href: only a <link>'s
+                tag = html_head.rfind(b"<", 0, start)
+                if html_head[tag + 1:tag + 5].lower() != b"link":
+                    continue
+            try:
+                name = ascii_host(match[1].decode("ascii").lower().rstrip("."))
+            except (UnicodeError, ValueError):
+                continue
+            if name and name != own and "." in name and name not in names:
+                names.append(name)
+                if len(names) == LOOK_AHEAD:
+                    break
+        for name in names:
+            try:
+                reach_of_ip(name)
+                continue  # an address: nothing to look up
+            except ValueError:
+                pass
+            if (name in self._reach or name in self._lookups or name in self._ahead or name in self._failed_names
+                    or self._dead.get(name, 0) > time.time()):
+                continue
+            self._ahead[name] = None
+            lookup = self._lookups[name] = asyncio.ensure_future(self._lookup(name))
+            lookup.add_done_callback(functools.partial(self._looked_up, name))
 
     async def _lookup(self, host: str) -> Reach:
         """Look `host` up, keep its addresses for the connections to it, and say where it is
@@ -410,6 +474,8 @@ class Client:
         name = ascii_host(host)
         if self._dead.get(name, 0) > time.time():
             raise socket.gaierror(socket.EAI_NONAME, "no such host (so an earlier run was told; --refresh asks again)")
+        if name in self.nxdomain:
+            raise socket.gaierror(socket.EAI_NONAME, "no such host (so the resolver said earlier in this run)")
         try:
             addresses = await self._names.resolve(name)
         except socket.gaierror as exc:
@@ -519,6 +585,8 @@ class Client:
             )
         )
         body.close()
+        if budget is None and response.status_code == 200 and is_htmlish(hop.content_type):
+            self.look_up_ahead(head, url)  # its images' names, while it is extracted
         if truncated:
             hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
             return hop

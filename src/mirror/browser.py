@@ -226,8 +226,8 @@ async def _store(
         "error": None,
         "error_message": None,
     }
-    archive.record_render(url, values, article, list(_images(article, captured)))
-    return f"{article.status} from {CaptureKind.BROWSER}", PageStatus(article.status)
+    recorded = archive.record_render(url, values, article, list(_images(article, captured)))
+    return f"{recorded or article.status} from {CaptureKind.BROWSER}", recorded or PageStatus(article.status)
 
 
 def _images(article: Extraction, captured: dict) -> Iterable[Exchange]:

@@ -157,10 +157,14 @@ def links(
         print_json(rows)
     elif not inventory.links:
         pass  # (the seed's warning said it: no empty table)
-    elif len(inventory.links) <= TABLE_ROWS:
-        out.print(_links_table(inventory.links, out.width))
-    else:
+    elif len(inventory.links) > TABLE_ROWS:
         out.print(_links_summary(inventory))
+    elif not out.is_terminal:  # piped or to a file: whole URLs, one link a line, for cut and grep
+        print("seed:line\tsection\ttitle\turl\tnote")
+        for link in inventory.links:
+            print("\t".join(" ".join(strip_controls(cell).split()) for cell in _link_cells(link)))
+    else:
+        out.print(_links_table(inventory.links, out.width))
     err.print(
         f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
         f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / DB_NAME)}"
@@ -213,11 +217,14 @@ def _links_table(links: list, width: int) -> Table:
     table.add_column("url", no_wrap=True, min_width=min(longest, room))
     table.add_column("note")
     for link in links:
-        seed = link.seed.rsplit("/", 1)[-1]
-        note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
-        cells = (f"{seed}:{link.line}", link.section or "", link.title or "", _middle(link.url, room), note)
-        table.add_row(*(safe(cell) for cell in cells))
+        seed_line, section, title, url, note = _link_cells(link)
+        table.add_row(*(safe(cell) for cell in (seed_line, section, title, _middle(url, room), note)))
     return table
+
+
+def _link_cells(link) -> tuple[str, str, str, str, str]:
+    note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
+    return f"{link.seed.rsplit('/', 1)[-1]}:{link.line}", link.section or "", link.title or "", link.url, note
 
 
 def _middle(text: str, width: int) -> str:
@@ -264,8 +271,12 @@ def _size(text: str | int) -> int:
 
 
 def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: Inventory) -> str:
-    which = "these reading lists link" if sources and not all_pending else "the reading lists link"
     pages = len({link.url for link in inventory.links if not link.skip_reason})
+    if not pages:
+        return f"nothing to fetch: no web page among the {len(inventory.links)} links read{_skipped_note(inventory)}"
+    which = "the reading lists link"
+    if sources and not all_pending:
+        which = "this reading list links" if len(sources) == 1 and "://" not in sources[0] else "these sources link"
     return (f"nothing to fetch: every page {which} ({pages}) was fetched before "
             f"(--retry-failed tries the failed ones again, --refresh re-checks them all){_skipped_note(inventory)}")
 
@@ -315,10 +326,12 @@ def fetch(
     browser_tabs: Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Read the reading lists (seeds/ unless given), then fetch their pending pages into WARC captures.
+    """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:
+    those the lists given link, or, without sources, every pending page a list read before links
+    (seeds/'s, other files', URLs given on the command line).
 
-    Examples: mirror fetch (every list in seeds/); mirror fetch mylist.md; mirror fetch https://example.com/post;
-    mirror fetch --retry-failed (try failed pages again).
+    Examples: mirror fetch (seeds/, and what is pending); mirror fetch mylist.md (its pages only);
+    mirror fetch https://example.com/post; mirror fetch --retry-failed (try failed pages again).
     """
     given = dict(locals())  # the options as typer converted them, by name
     from . import fetch as fetching

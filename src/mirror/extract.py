@@ -242,8 +242,10 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
     document = meta = None
     requisites: list[str] = []
     base = url
+    declared = None
     if tree is not None:
         base = document_base(tree, url)
+        declared = _declared_canonical(tree)
         if stylesheets:  # before extraction alters the tree
             requisites = tree_requisites(tree, url)
         options = _options()
@@ -289,18 +291,33 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
         markdown=markdown,
         images=images,
         stylesheets=requisites,
-        canonical=_canonical(getattr(meta, "url", None), url),
+        canonical=_canonical(declared or getattr(meta, "url", None), url, base),
     )
     return _finish(result)
 
 
-def _canonical(declared: str | None, url: str) -> str | None:
-    """The page's own URL as it declares it, normalized; None when it is the URL it came from."""
-    if not declared or not declared.startswith(("http://", "https://")):
-        return None
+def _declared_canonical(tree) -> str | None:
+    """`<link rel="canonical" href>` as written (trafilatura's metadata drops a relative one)."""
+    for link in tree.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split() and (link.get("href") or "").strip():
+            return link.get("href")
+    return None
+
+
+def _canonical(declared: str | None, url: str, base: str | None = None) -> str | None:
+    """The page's own URL as it declares it (relative to the page's, as browsers read it),
+    normalized; None when it is the URL it came from, or not a web address."""
+    from urllib.parse import urljoin
+
     from .urls import normalize
 
-    canonical = normalize(declared)
+    try:
+        absolute = urljoin(base or url, declared.strip()) if declared else ""
+        if not absolute.startswith(("http://", "https://")):
+            return None
+        canonical = normalize(absolute)
+    except ValueError:
+        return None
     return None if canonical in (url, normalize(url)) else canonical
 
 

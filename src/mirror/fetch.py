@@ -204,6 +204,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         private_hosts=None if options.header_all_hosts else frozenset(urlsplit(p.url).hostname or "" for p in pages),
         cookies=cookies,
         dead_names=None if options.refresh else archive.dead_names(),
+        look_ahead=options.images,  # the names its images are on, while a page is extracted
     )
     summary.in_flight = client.in_flight  # the progress display shows the slowest
     resources = Budget(
@@ -215,6 +216,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
     image_tasks: list[asyncio.Task] = []
     unresolved: list[str] = []  # pages whose host name did not resolve in this run
     not_archived: dict[str, tuple[Outcome, str | None]] = {}  # this run's counts the browser pass may change
+    counted: dict[str, Outcome] = {}  # this run's pages, as counted in the summary
     seen = Seen(archive.archived_resource_urls() if options.images else set())
 
     async def extract(location: warc.WarcLocation, url: str) -> Extraction:
@@ -244,6 +246,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
         summary.done += 1
         outcome = Outcome.DUPLICATE if recorded == PageStatus.DUPLICATE else _outcome(result, page)
         summary.statuses[outcome] += 1
+        counted[page.url] = outcome
+        _changed_by_others(archive, counted, summary)
         if outcome != Outcome.ARCHIVED:
             not_archived[page.url] = (outcome, None if result.ok else result.final.error or "unknown")
         if not result.ok:
@@ -306,6 +310,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             def rendered(url: str, outcome: str, status: PageStatus | None) -> None:
                 if status is not None and url in not_archived:  # a challenge the browser got past is archived
                     _recount(summary, *not_archived.pop(url), Outcome(status))
+                    counted[url] = Outcome(status)
+                _changed_by_others(archive, counted, summary)
                 if on_render:
                     on_render(url, outcome, summary)
 
@@ -318,7 +324,8 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
-        if client.offline:  # names got no answer, nothing was reached: those pages were never really tried
+        if client.offline or summary.no_host_resolved:  # lookups failed (no answer, or "no such name" for
+            # every name: some resolvers say so offline) and nothing was reached: those pages were never really tried
             try:
                 summary.left_pending = archive.reset_pending(unresolved)
             except sqlite3.Error:
@@ -363,6 +370,17 @@ async def _page_reach(client: Client, final_url: str, options: FetchOptions) -> 
         return Reach.LOOPBACK
     reach = await client.reach_of(final_url)
     return reach if isinstance(reach, Reach) else Reach.PUBLIC
+
+
+def _changed_by_others(archive: Archive, counted: dict[str, Outcome], summary: Summary) -> None:
+    """Pages of this run that a later page made a duplicate (it is their article's own address),
+    or made the original again (theirs stopped being an article): counted as they now are."""
+    for urls, now in ((archive.adopted, Outcome.DUPLICATE), (archive.released, Outcome.ARCHIVED)):
+        for url in urls:
+            if url in counted and counted[url] != now:
+                _recount(summary, counted[url], None, now)
+                counted[url] = now
+        urls.clear()
 
 
 def _recount(summary: Summary, was: Outcome, error: str | None, now: Outcome) -> None:

@@ -20,7 +20,6 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     Returns counts by resulting status, `indexed`, and `with images to fetch`: articles
     that now show images not archived yet, which the next `mirror fetch` fetches.
     """
-    counts: Counter = Counter()
     batch: list[tuple[str, Extraction]] = []
     images_due = 0
     with extraction_pool(workers) as pool:
@@ -31,11 +30,11 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
         for url, future in futures:
             extraction = future.result()
             batch.append((url, extraction))
-            counts[extraction.status] += 1
             if len(batch) >= BATCH:
                 images_due += archive.save_extractions(batch)
                 batch = []
     images_due += archive.save_extractions(batch)
+    counts = Counter(archive.statuses_of([url for url, _ in futures]))  # as saved: a duplicate is not counted as archived
     counts["indexed"] = archive.complete_index()
     if images_due:
         counts["with images to fetch"] = images_due

@@ -159,6 +159,9 @@ _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
 _BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\](?:\s+|$))?")  # a task list's box too
 # A Markdown link reference definition: `[label]: url "title"`
 _REFERENCE = re.compile(r"""^\s{0,3}\[([^\[\]]+)\]:\s*<?([^\s<>]+)>?(?:\s+(?:"([^"]*)"|'([^']*)'|\(([^()]*)\)))?\s*$""")
+# What a reference definition's target must look like to be a link (`[TODO]: later` is prose):
+# a scheme, a relative path, or a domain. `//host/x` is read by the passes for bare domains.
+_REFERENCE_TARGET = re.compile(r"(?:[a-zA-Z][\w+.-]*:|\.{1,2}/|/(?!/)|[\w-]+(?:\.[\w-]+)+(?:[/:?#]|$))")
 # A relative path written in prose (`./notes.md`, `../drafts/x.html`): a link with no site to fetch it from
 _RELATIVE_PATH = re.compile(r"""(?<![\w/.~\-`])\.\.?/[^\s<>()\[\]"'`，。；、]+""")
 _TRAILING = ".,;:!?'\"*_"
@@ -295,11 +298,10 @@ def _kind(line: str) -> str:
         return "blank"
     if ":" in stripped and _whole_url(stripped):
         return "url"  # the commonest line, in one match
-    if stripped[0] == "[" and "]:" in stripped and _REFERENCE.match(line):
+    if stripped[0] == "[" and "]:" in stripped and _reference(line):
         return "inline"  # `[label]: url`: its label is its title
     has_url = ":" in line and _URL.search(line)
-    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)
-                                       or "./" in line and _RELATIVE_PATH.search(line)):
+    if has_url or _may_link(line) and (_MD_LINK.search(line) or _HTML_A.search(line) or _BARE_DOMAIN.search(line)):
         return "url" if has_url and _only_urls(_BULLET.sub("", line, count=1)) else "inline"
     # each pattern needs its first or last character: most lines are tested by a look at both ends
     first, last = stripped[0], stripped[-1]
@@ -309,7 +311,15 @@ def _kind(line: str) -> str:
         return "rule"
     if last in ":：*_" and (_BOLD_LABEL.match(line) or _LABEL.match(line)):
         return "label"
+    if "./" in line and _RELATIVE_PATH.search(line):  # (a heading or label that mentions one stays what it is)
+        return "inline"
     return "text"
+
+
+def _reference(line: str) -> re.Match | None:
+    """`[label]: url "title"`, when its target is a link (see _REFERENCE_TARGET)."""
+    ref = _REFERENCE.match(line)
+    return ref if ref is not None and _REFERENCE_TARGET.match(ref[2]) else None
 
 
 def _only_urls(text: str) -> bool:
@@ -374,7 +384,7 @@ def _may_link(line: str) -> bool:
 
 def _find_links(line: str) -> list[_Found]:
     stripped = line.strip()
-    if stripped[:1] == "[" and "]:" in stripped and (ref := _REFERENCE.match(line)):
+    if stripped[:1] == "[" and "]:" in stripped and (ref := _reference(line)):
         title = ref[3] or ref[4] or ref[5] or ref[1]
         return [_Found(ref.start(2), ref.end(2), _trim_url(ref[2]), _clean_title(title) or None)]
     if "](" not in line and ":" in stripped and _whole_url(stripped):

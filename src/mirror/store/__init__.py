@@ -50,6 +50,8 @@ class Archive(ArchiveFolder, RowWriters, PipelineReads):
     def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
         self.path = Path(path)
         self.db_path = self.path / DB_NAME
+        self.adopted: list[str] = []  # pages that became duplicates of a page recorded after them (see RowWriters._adopt)
+        self.released: list[str] = []  # duplicates that became the original when theirs stopped being an article
         check_folder(self.path, create=create and not readonly)
         if not readonly and not _writable(self.path, self.db_path):
             raise ArchiveError(

@@ -128,6 +128,12 @@ class PipelineReads:
         )
         return [(r["url"], r["final_url"] or r["url"], warc_location(r)) for r in rows]
 
+    def statuses_of(self, urls: list[str]) -> dict[str, int]:
+        """How many of these pages have each status."""
+        rows = self.db.execute("select status, count(*) from pages where url in (select value from json_each(?)) group by status",
+                               [json.dumps(urls)])
+        return dict(rows.fetchall())
+
     def pages_to_render(self, every_html: bool, challenges: tuple[str, ...], shell_words: int) -> list[dict]:
         """Pages whose latest HTTP capture the browser has not rendered yet and should.
 

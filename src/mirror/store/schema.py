@@ -236,12 +236,15 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         return conn
 
 
-def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False) -> int:
-    """Index every archived page's text (or only those the index lacks); returns how many."""
+def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False, urls: list[str] | None = None) -> int:
+    """Index every archived page's text (or only those the index lacks, or those of `urls`); returns how many."""
     missing = f" and id not in (select rowid from {_fts.FTS_TABLE})" if missing_only else ""
+    if urls is not None:
+        missing += f" and url in ({', '.join('?' for _ in urls)})"
+        db.execute(f"delete from {_fts.FTS_TABLE} where rowid in (select id from pages where url in ({', '.join('?' for _ in urls)}))", urls)
     rows = db.query(
         f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = ? and text is not null{missing}",
-        [PageStatus.ARCHIVED],
+        [PageStatus.ARCHIVED, *(urls or [])],
     )
     count = 0
     for row in list(rows):

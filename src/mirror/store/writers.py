@@ -51,6 +51,8 @@ class RowWriters:
 
     db: sqlite_utils.Database
     conn: sqlite3.Connection
+    adopted: list[str]
+    released: list[str]
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
         """Store the links of the seeds just read, in one transaction.
@@ -112,6 +114,7 @@ class RowWriters:
         status: PageStatus | None = None
         original = None
         with self.db.atomic():
+            was = self._status(result.url)
             _insert_many(
                 self.db,
                 "attempts",
@@ -167,6 +170,8 @@ class RowWriters:
             _update_page(self.db, result.url, update)
             if status == PageStatus.ARCHIVED:
                 self._adopt(result.url, final.final_url, extraction)
+            elif was == PageStatus.ARCHIVED and status is not None:
+                self._release(result.url, original)
             if extraction is not None:
                 self._save_extraction(result.url, extraction, index=original is None)
                 if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
@@ -186,6 +191,8 @@ class RowWriters:
         with self.db.atomic():
             for url, extraction in items:
                 duplicate = extraction.status == PageStatus.ARCHIVED and self._duplicate(url)
+                if self._status(url) == PageStatus.ARCHIVED and extraction.status != PageStatus.ARCHIVED:
+                    self._release(url)
                 _update_page(self.db, url, {"status": PageStatus.DUPLICATE if duplicate else extraction.status})
                 self._save_extraction(url, extraction, index=not duplicate)
                 if duplicate:
@@ -209,47 +216,76 @@ class RowWriters:
         return any(self.db.execute(known, [image, ResourceStatus.ARCHIVED, page_url]).fetchone() is None for image in images or ())
 
     def _original(self, url: str, final_url: str, extraction: Extraction | None) -> str | None:
-        """The archived page (another link's) that this capture is the same article as: the
-        one at the canonical URL this page declares (with its title: a canonical URL alone is
-        not trusted, some sites declare their home page on every page), else, for a page that
-        redirected, the one at the address it ended at. A page at its own address is nobody's
-        duplicate by its final URL (`_adopt` makes it the original)."""
+        """The archived page (another link's) that this capture is the same article as: for a
+        page that redirected, the one at the address it ended at; else the one the canonical
+        URL it declares names (a claim: believed from the same site, with the same title and text). A page at
+        its own address is nobody's duplicate by its final URL (`_adopt` makes it the original)."""
         from ..urls import normalize
 
-        row = None
-        if extraction is not None and extraction.canonical and extraction.title:
-            row = self.db.execute(
-                "select url from pages where url != :url and status = :archived and (url = :canonical or canonical = :canonical) "
-                "and title = :title order by url = :canonical desc, id limit 1",
-                {"url": url, "archived": PageStatus.ARCHIVED, "canonical": extraction.canonical, "title": extraction.title},
-            ).fetchone()
-        if row is None and normalize(final_url) != url:
+        if normalize(final_url) != url:
             row = self.db.execute(
                 "select url from pages where url != :url and status = :archived and (url = :final_normalized or final_url = :final) "
                 "order by url = :final_normalized desc, id limit 1",
                 {"url": url, "archived": PageStatus.ARCHIVED, "final": final_url, "final_normalized": normalize(final_url)},
             ).fetchone()
-        return row[0] if row else None
+            if row is not None:
+                return row[0]
+        if extraction is None or not extraction.canonical or not extraction.title or not _same_site(final_url, extraction.canonical):
+            return None
+        canonical = extraction.canonical
+        for other, other_final, text in self.db.execute(
+            "select url, final_url, text from pages where url != :url and status = :archived and title = :title "
+            "and (url = :canonical or final_url = :canonical or canonical = :canonical) order by url = :canonical desc, id limit 20",
+            {"url": url, "archived": PageStatus.ARCHIVED, "canonical": canonical, "title": extraction.title},
+        ):
+            if _same_site(other_final or other, canonical) and _same_text(text, extraction.text):
+                return other
+        return None
 
     def _adopt(self, url: str, final_url: str, extraction: Extraction | None) -> None:
-        """A page that is the article's own address (no redirect, or it is the URL others
-        declare canonical) is the original, whichever link was recorded first: the pages
-        archived before that end at it (or declare it, with its title) become its duplicates."""
+        """A page that is the article's own address (no redirect) is the original, whichever
+        link was recorded first: the pages archived before that end at it, or that declare it
+        canonical with its title and text (`_same_site`, `_same_text`), become its duplicates."""
         from ..urls import normalize
 
         if normalize(final_url) != url:
             return
-        title = extraction.title if extraction else None
         others = [row[0] for row in self.db.execute(
-            "select url from pages where url != :url and status = :archived "
-            "and (final_url = :final or (canonical = :url and title = :title))",
-            {"url": url, "final": final_url, "archived": PageStatus.ARCHIVED, "title": title},
+            "select url from pages where url != :url and status = :archived and final_url = :final",
+            {"url": url, "final": final_url, "archived": PageStatus.ARCHIVED},
         )]
+        if extraction is not None and extraction.title:
+            others += [other for other, other_final, text in self.db.execute(
+                "select url, final_url, text from pages where url != :url and status = :archived and canonical = :url and title = :title",
+                {"url": url, "archived": PageStatus.ARCHIVED, "title": extraction.title},
+            ) if other not in others and _same_site(other_final or other, url) and _same_text(text, extraction.text)]
         for other in others:
             _update_page(self.db, other, {"status": PageStatus.DUPLICATE, "same_as": url})
             self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = (select id from pages where url = ?)", [other])
         if others:  # the duplicates of those are this page's now
             self.db.conn.executemany("update pages set same_as = ? where same_as = ?", [(url, other) for other in others])
+        self.adopted += others
+
+    def _status(self, url: str) -> str | None:
+        row = self.db.execute("select status from pages where url = ?", [url]).fetchone()
+        return row[0] if row else None
+
+    def _release(self, url: str, original: str | None = None) -> None:
+        """`url` is no longer an archived article (re-fetched as no text, re-extracted): its
+        duplicates are not hidden behind it. The first becomes the original, indexed again, and
+        the others its duplicates. (`url` is now a duplicate of `original`: they are that one's.)"""
+        heirs = [row[0] for row in self.db.execute(
+            "select url from pages where same_as = ? and status = ? order by id", [url, PageStatus.DUPLICATE])]
+        if not heirs:
+            return
+        if original is not None:
+            self.db.execute("update pages set same_as = ? where same_as = ?", [original, url])
+            return
+        heir, rest = heirs[0], heirs[1:]
+        _update_page(self.db, heir, {"status": PageStatus.ARCHIVED, "same_as": None})
+        reindex_rows(self.db, urls=[heir])
+        self.released.append(heir)
+        self.db.conn.executemany("update pages set same_as = ? where url = ?", [(heir, other) for other in rest])
 
     def _save_extraction(self, url: str, extraction: Extraction, *, index: bool = True) -> None:
         row = extraction.as_row()
@@ -282,17 +318,31 @@ class RowWriters:
 
     def record_render(
         self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange], done: bool = True
-    ) -> None:
+    ) -> PageStatus | None:
         """A browser capture's outcome, its article (when it won) and its images, in one transaction.
+        Returns the status the page now has when the article won: DUPLICATE for one archived
+        before under another link, as `record_fetch` decides.
 
         Not `done` (the browser crashed): the page is rendered again on the next run.
         """
+        status = PageStatus(values["status"]) if extraction is not None and values.get("status") else None
         with self.db.atomic():
-            _update_page(self.db, url, {**values, "rendered_at": now() if done else None})
+            original = None
+            if status == PageStatus.ARCHIVED:
+                original = self._original(url, str(values.get("final_url") or url), extraction)
+                if original is not None:
+                    status = PageStatus.DUPLICATE
+                    values = {**values, "status": status}
+            _update_page(self.db, url, {**values, "same_as": original, "canonical": extraction.canonical if extraction else None,
+                                        "rendered_at": now() if done else None} if extraction is not None else
+                         {**values, "rendered_at": now() if done else None})
+            if status == PageStatus.ARCHIVED:
+                self._adopt(url, str(values.get("final_url") or url), extraction)
             if extraction is not None:
-                self._save_extraction(url, extraction)
+                self._save_extraction(url, extraction, index=original is None)
                 self.record_resources(url, images)
             crash_point("render_commit")
+        return status
 
     def record_resources(self, page_url: str, exchanges: list[Exchange]) -> None:
         """A page's resources and that they are done, in one transaction (plain SQL:
@@ -326,11 +376,11 @@ class RowWriters:
         """Pages a run marked failed for a name that did not resolve while the network was
         down: pending again (they were never really tried). Returns how many."""
         with self.db.atomic():
-            self.db.conn.executemany(
+            cursor = self.db.conn.executemany(
                 "update pages set status = ?, error = null, error_message = null where url = ? and status = ? and error = ?",
                 [(PageStatus.PENDING, url, PageStatus.FAILED, Reason.DNS) for url in urls],
             )
-        return len(urls)
+        return max(0, cursor.rowcount)
 
     def dead_names(self) -> dict[str, float]:
         """Host names an earlier run found not to exist, until when to believe it (time.time())."""
@@ -533,3 +583,32 @@ def _host(url: str) -> str | None:
     if not netloc or "@" in netloc or "[" in netloc or "%" in netloc:
         return urlsplit(url).hostname
     return netloc.partition(":")[0].lower() or None
+
+
+def _site(url: str) -> str:
+    """A URL's site, near enough: its host without `www.`, `m.`, `amp.` or `mobile.`."""
+    host = (urlsplit(url).hostname or "").lower()
+    for prefix in ("www.", "m.", "amp.", "mobile."):
+        if host.startswith(prefix):
+            return host[len(prefix):]
+    return host
+
+
+def _same_site(url: str, canonical: str) -> bool:
+    """Whether a page may speak for `canonical`: only a page of the canonical URL's own site
+    (a page elsewhere declaring another site's URL is not believed)."""
+    return _site(url) == _site(canonical)
+
+
+def _same_text(a: str | None, b: str | None) -> bool:
+    """Whether two extracted texts are one article's (whitespace aside, 90% alike): a canonical
+    URL and a title are claims a page makes; the second page of a series claims the first's."""
+    a, b = " ".join((a or "").split()), " ".join((b or "").split())
+    if a == b:
+        return True
+    if not a or not b or min(len(a), len(b)) < 0.8 * max(len(a), len(b)):
+        return False
+    from difflib import SequenceMatcher
+
+    matcher = SequenceMatcher(None, a[:3000], b[:3000], autojunk=False)
+    return matcher.quick_ratio() >= 0.9 and matcher.ratio() >= 0.9
