@@ -470,3 +470,32 @@ def test_readme_quick_start_names_the_commands_that_exist():
     start = text.index("## Quick start")
     assert start < text.index("## Commands")
     assert text.index("```sh") < start  # the two set-up commands stay first
+
+
+def test_text_alike_is_one_article_and_a_series_is_not():
+    from mirror.store.writers import _same_text
+
+    assert _same_text(_long("同一篇"), _long("同一篇") + "编辑后补了一句。")  # the AMP copy, edited a little
+    assert not _same_text(_long("第一页"), _long("第二页"))
+    english = " ".join(["the", "model", "is", "trained", "with", "data", "and", "a", "loss"] * 300)
+    assert not _same_text(english, " ".join(reversed(english.split())))  # the same words, another text
+
+
+def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_original(tmp_path):
+    from mirror._types import Extraction, PageStatus
+
+    text = _long("渲染")
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(["https://example.com/b", "https://example.com/a", "https://example.com/c"]))
+        db = archive.db
+        db.execute("update pages set status = 'archived', title = 'Same', text = ? where url = 'https://example.com/b'", [text])
+        db.execute("update pages set status = 'archived', title = 'thin', text = 'x' where url = 'https://example.com/a'")
+        db.execute("update pages set status = 'duplicate', same_as = 'https://example.com/a' where url = 'https://example.com/c'")
+        rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="Same", text=text, markdown=text,
+                              canonical="https://example.com/b")
+        status = archive.record_render("https://example.com/a", {"status": PageStatus.ARCHIVED, "final_url": "https://example.com/a"},
+                                       rendered, [])
+        assert status == PageStatus.DUPLICATE
+        rows = {row["url"]: (row["status"], row["same_as"]) for row in db["pages"].rows}
+        assert rows["https://example.com/a"] == ("duplicate", "https://example.com/b")
+        assert rows["https://example.com/c"] == ("duplicate", "https://example.com/b")  # no chain through a duplicate

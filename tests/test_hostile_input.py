@@ -316,13 +316,15 @@ def test_links_prints_a_summary_past_a_few_hundred_rows_and_json_prints_all(cli,
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "many.txt").write_text("\n".join(f"https://example.com/p/{i}" for i in range(1000)) + "\n")
     (tmp_path / "seeds" / "few.md").write_text("- [one](https://example.org/one)\n")
-    result = cli("links")
+    result = cli("links", env={"FORCE_COLOR": "1"})  # on a terminal
     assert result.exit_code == 0
     assert "1001 links: too many to list, use --json" in result.output
     assert re.search(r"seeds/many\.txt\s*│\s*1000\s*│\s*1000\s*│\s*0", result.output)
     assert "https://example.com/p/999" not in result.output
     as_json = cli("links", "--json")
     assert len(json.loads(as_json.stdout)) == 1001
+    piped = cli("links")  # not a terminal: every link, tab-separated
+    assert len(piped.stdout.splitlines()) == 1 + 1001 and "\thttps://example.com/p/999\t" in piped.stdout
 
 
 def test_html_seed_sections_come_from_the_heading_before_each_link():

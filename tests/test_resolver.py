@@ -178,3 +178,37 @@ def test_a_page_naming_thousands_of_hosts_gets_only_the_first_few_looked_up_ahea
     asyncio.run(go())
     asked = {n for n in dns.queries if n.endswith(".many.test")}
     assert asked == {f"h{i}.many.test" for i in range(LOOK_AHEAD)}  # the first ones, once each
+
+
+def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path, web, dns):
+    """The early lookup of an image host got no answer; later the host's name answers and a
+    page on it is fetched: the page asks again (only the page's images took the early failure)."""
+    import asyncio
+
+    from mirror._client import Client, Reach
+    from mirror.warc import CaptureWriter
+
+    dns.zone.dropped.add("later.test")
+    url = web.add("/with-later", article("晚", f'<img src="http://later.test:{web.port}/x.png">'))
+    post = web.add("/post-on-later", article("后来"))
+
+    async def go():
+        writer = CaptureWriter(tmp_path)
+        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=15, max_bytes=1_000_000, max_redirects=3,
+                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
+        try:
+            assert (await client.get(url)).ok
+            while "later.test" not in client._failed_names:  # the resolver gives up (c-ares' tries)
+                await asyncio.sleep(0.1)
+            dns.zone.dropped.discard("later.test")
+            dns.zone.addresses["later.test"] = ["127.0.0.1"]
+            on_later = post.replace("127.0.0.1", "later.test")
+            where = await client.reach_of(on_later)  # as the images of a resumed page, or the browser, ask
+            return where, await client.get(on_later)
+        finally:
+            await client.aclose()
+            writer.close()
+
+    where, page = asyncio.run(asyncio.wait_for(go(), 30))
+    assert where == Reach.LOOPBACK, where
+    assert page.ok and page.status == 200, page.message

@@ -47,6 +47,7 @@ OFFLINE_AFTER = 3  # distinct host names whose lookup failed, with nothing reach
 KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
 DEAD_NAME_SECONDS = 3600.0  # how long a name found not to exist is believed, across runs (--refresh asks again)
 SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
+AHEAD_FAILURE_SECONDS = 60.0  # a failed lookup ahead stands for its resources' this long (then they ask again)
 LOOK_AHEAD = 32  # host names a page's HTML gets looked up ahead (a hostile page naming thousands asks for 32)
 # What a page's HTML loads from another host: `//host` after src, srcset, a lazy attribute
 # (data-src, data-actualsrc, data-original, ...) or poster, or in a <link href> (stylesheets);
@@ -212,7 +213,7 @@ class Client:
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
         self._look_ahead = look_ahead and not urllib.request.getproxies()  # (a proxy looks names up itself)
-        self._ahead: dict[str, BaseException | None] = {}  # names looked up ahead -> how the lookup failed (None: not yet)
+        self._ahead: dict[str, tuple[BaseException, float] | None] = {}  # names looked up ahead -> how and when it failed (None: not yet)
         self._failed_names: set[str] = set()  # names whose lookup failed in this run
         self._names = resolver or Resolver(nameservers_from_env())
         self._dead = dict(dead_names or {})
@@ -363,14 +364,15 @@ class Client:
             self._gates[key] = HostGate(self.per_host, self.delay)
         return self._gates[key]
 
-    async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False) -> Reach | Exchange:
+    async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False, resource: bool = False) -> Reach | Exchange:
         """Where `url`'s host is (the most private of its addresses), or the failed lookup.
 
         Requests that wait for the same name share one lookup, whichever way the URL spells
         it (`bücher.test` and `xn--bcher-kva.test` are one name, looked up once: its addresses
         are the ones every connection to it uses). `timeout` bounds the wait: a resource's
         (a slow resolver with a hundred image hosts queued must not hold up a run), a page's
-        (`page`: its lookup is part of its --timeout, and may be retried)."""
+        (`page`: its lookup is part of its --timeout, and may be retried). A `resource`'s failed
+        lookup takes its host down for the run, and it takes a lookup ahead's recent failure."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         if (parts.netloc or "").lower() in self.down:  # its name was found not to exist meanwhile
@@ -392,9 +394,11 @@ class Client:
             return self._dns_failure(url, exc)
         if name in self._reach:
             return self._reach[name]
-        failed = self._ahead.pop(name, None)
-        if failed is not None and not page:  # looked up ahead, while no request waited: its failure is this one's
-            return self._dns_failure(url, failed, budget=True)
+        if name in self._ahead:  # looked up ahead: a request waits for it now, or it failed while none did
+            failed = self._ahead.pop(name)
+            if failed is not None and resource and time.monotonic() - failed[1] < AHEAD_FAILURE_SECONDS:
+                return self._dns_failure(url, failed[0], budget=True)  # its failure is this resource's
+            # (a page, or an address check, asks again)
         lookup = self._lookups.get(name)
         if lookup is None and self._deferring:
             return self._deferred(url)
@@ -410,9 +414,9 @@ class Client:
             return self._deferred(url)
         except TimeoutError:
             late = socket.gaierror(socket.EAI_AGAIN, f"no answer from the resolver within {timeout:g} s")
-            return self._dns_failure(url, late, budget=not page)
+            return self._dns_failure(url, late, budget=resource)
         except (OSError, UnicodeError, ValueError) as exc:  # not kept: a page's lookup that timed out may work
-            return self._dns_failure(url, exc, budget=not page)  # later (a resource's takes its host down)
+            return self._dns_failure(url, exc, budget=resource)  # later (a resource's takes its host down)
         return self._reach[name]
 
     def _looked_up(self, host: str, lookup: asyncio.Future) -> None:
@@ -426,7 +430,7 @@ class Client:
             return
         self._failed_names.add(host)  # not looked up ahead again in this run (a request may ask itself)
         if host in self._ahead:
-            self._ahead[host] = failed
+            self._ahead[host] = (failed, time.monotonic())
 
     def look_up_ahead(self, html_head: bytes, base: str) -> None:
         """Start looking up the host names `html_head` (the start of a page's HTML, decoded) loads
@@ -514,7 +518,7 @@ class Client:
         checked = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
         parsed = checked if reach is not None else None  # (resources may take the direct path)
         if reach is not None or not self._proxied(url):  # where the host is first (a proxy looks names up itself)
-            where = await self.reach_of(url, budget.timeout if budget else self.timeout, page=budget is None)
+            where = await self.reach_of(url, budget.timeout if budget else self.timeout, page=budget is None, resource=budget is not None)
             if isinstance(where, Exchange):
                 return where
             if reach is not None and where > reach:
@@ -585,8 +589,6 @@ class Client:
             )
         )
         body.close()
-        if budget is None and response.status_code == 200 and is_htmlish(hop.content_type):
-            self.look_up_ahead(head, url)  # its images' names, while it is extracted
         if truncated:
             hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
             return hop
@@ -598,6 +600,8 @@ class Client:
             reason = blocked_reason(response.status_code, url, original, _decode_head(head, response))
         if reason:
             hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
+        elif budget is None and response.status_code == 200 and is_htmlish(hop.content_type):
+            self.look_up_ahead(head, url)  # its images' names, while it is extracted
         elif response.status_code >= 400:
             hop.error = http_error(response.status_code)
             hop.message = f"HTTP {response.status_code} {response.reason_phrase}".strip()

@@ -157,12 +157,12 @@ def links(
         print_json(rows)
     elif not inventory.links:
         pass  # (the seed's warning said it: no empty table)
-    elif len(inventory.links) > TABLE_ROWS:
-        out.print(_links_summary(inventory))
     elif not out.is_terminal:  # piped or to a file: whole URLs, one link a line, for cut and grep
         print("seed:line\tsection\ttitle\turl\tnote")
         for link in inventory.links:
             print("\t".join(" ".join(strip_controls(cell).split()) for cell in _link_cells(link)))
+    elif len(inventory.links) > TABLE_ROWS:
+        out.print(_links_summary(inventory))
     else:
         out.print(_links_table(inventory.links, out.width))
     err.print(

@@ -8,6 +8,7 @@ soon as it is done, so an interrupted run loses nothing it finished.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sqlite3
 import tempfile
@@ -316,7 +317,7 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
                     on_render(url, outcome, summary)
 
             await render_pass(archive, writer, pool, options, cookies, summary.rendered, rendered,
-                              client.reach_of, lambda url: _page_reach(client, url, options))
+                              functools.partial(client.reach_of, resource=True), lambda url: _page_reach(client, url, options))
         finished = True
     finally:
         tasks += image_tasks

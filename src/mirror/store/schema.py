@@ -167,6 +167,12 @@ def _duplicates(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_pages_canonical on pages(canonical) where canonical is not null")
 
 
+def _same_as_index(db: sqlite_utils.Database) -> None:
+    """The duplicates of a page, found at once when it stops being an article (a re-extraction
+    of a whole archive asks for each page that changed)."""
+    db.execute("create index if not exists idx_pages_same_as on pages(same_as) where same_as is not null")
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -176,8 +182,10 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
-# 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates)
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_baseline, _drop_status_index, _baseline, _baseline, _duplicates]
+# 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
