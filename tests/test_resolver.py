@@ -4,6 +4,8 @@ a declared legacy charset with a few bad bytes."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import sqlite_utils
 
@@ -103,14 +105,29 @@ def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, 
     assert "微批次依次流过各段" in row["text"] and row["text"].count("\ufffd") <= 4
 
 
+@contextlib.asynccontextmanager
+async def looking_ahead(folder, timeout: float = 5):
+    """A client that looks a page's resource hosts up when its HTML arrives, writing to `folder`."""
+    from mirror._client import Client
+    from mirror.warc import CaptureWriter
+
+    writer = CaptureWriter(folder)
+    client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=timeout, max_bytes=1_000_000, max_redirects=3,
+                    headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        writer.close()
+
+
 def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path, web, dns):
     """Issue 25 item 2: the names a page's images and stylesheets are on are asked for when its
     HTML arrives (while it is extracted), once; names it only links to, or its scripts' with no
     `src`-like attribute, are not. A failed early lookup is the resource's outcome, not a second wait."""
     import asyncio
 
-    from mirror._client import Budget, Client, Reach
-    from mirror.warc import CaptureWriter
+    from mirror._client import Budget, Reach
 
     for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "linked-site.test"):
         dns.zone.addresses[name] = ["127.0.0.1"]
@@ -124,10 +141,7 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
         b"<head>", f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'.encode()))
 
     async def go():
-        writer = CaptureWriter(tmp_path)
-        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
-        try:
+        async with looking_ahead(tmp_path) as client:
             page = await client.get(url)
             assert page.ok
             for _ in range(100):  # no image requested yet: the lookups started with the page's HTML
@@ -139,9 +153,6 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
             image = await client.get(f"http://early-cdn.test:{port}/img.png", budget=budget, reach=Reach.LOOPBACK)
             gone = await client.get(f"http://gone-cdn.test:{port}/img.png", budget=budget, reach=Reach.LOOPBACK)
             return asked, image, gone
-        finally:
-            await client.aclose()
-            writer.close()
 
     asked, image, gone = asyncio.run(go())
     for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "gone-cdn.test"):
@@ -156,24 +167,17 @@ def test_a_page_naming_thousands_of_hosts_gets_only_the_first_few_looked_up_ahea
     import asyncio
     import time
 
-    from mirror._client import LOOK_AHEAD, Client
-    from mirror.warc import CaptureWriter
+    from mirror._client import LOOK_AHEAD
 
     url = web.add("/many", article("多", "".join(f'<img src="http://h{i}.many.test/{i}.png">' for i in range(500))))
 
     async def go():
-        writer = CaptureWriter(tmp_path)
-        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
-        try:
+        async with looking_ahead(tmp_path) as client:
             assert (await client.get(url)).ok
             end = time.monotonic() + 3
             while sum(1 for n in dns.queries if n.endswith(".many.test")) < LOOK_AHEAD and time.monotonic() < end:
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.3)
-        finally:
-            await client.aclose()
-            writer.close()
 
     asyncio.run(go())
     asked = {n for n in dns.queries if n.endswith(".many.test")}
@@ -185,18 +189,14 @@ def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path,
     page on it is fetched: the page asks again (only the page's images took the early failure)."""
     import asyncio
 
-    from mirror._client import Client, Reach
-    from mirror.warc import CaptureWriter
+    from mirror._client import Reach
 
     dns.zone.dropped.add("later.test")
     url = web.add("/with-later", article("晚", f'<img src="http://later.test:{web.port}/x.png">'))
     post = web.add("/post-on-later", article("后来"))
 
     async def go():
-        writer = CaptureWriter(tmp_path)
-        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=15, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
-        try:
+        async with looking_ahead(tmp_path, timeout=15) as client:
             assert (await client.get(url)).ok
             while "later.test" not in client._failed_names:  # the resolver gives up (c-ares' tries)
                 await asyncio.sleep(0.1)
@@ -205,9 +205,6 @@ def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path,
             on_later = post.replace("127.0.0.1", "later.test")
             where = await client.reach_of(on_later)  # as the images of a resumed page, or the browser, ask
             return where, await client.get(on_later)
-        finally:
-            await client.aclose()
-            writer.close()
 
     where, page = asyncio.run(asyncio.wait_for(go(), 30))
     assert where == Reach.LOOPBACK, where
