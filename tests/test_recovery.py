@@ -77,3 +77,24 @@ def test_a_wall_written_before_the_crash_is_fetched_again_not_recovered(tmp_path
     db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
     assert db["pages"].get(url)["error"] == "blocked"
     assert web.recorder.hits["/wall"] == 2
+
+
+def test_a_run_over_one_list_records_what_a_crashed_run_fetched_for_the_others(tmp_path, web):
+    """`mirror fetch other.md` after a kill -9: the pages of seeds/ that the killed run had
+    captured are recorded from its WARC files (which this run closes), not fetched again later."""
+    urls = seeds(tmp_path, web)
+    killed = mirror("fetch", *ARGS, cwd=tmp_path, env={"MIRROR_CRASH_AT": "capture:4"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    captured_before = {path for path, n in web.recorder.hits.items() if n}
+    other = web.add("/other", article("另一个列表", "这一段文字足够长，可以让抽取器把它当作正文。" * 6))
+    (tmp_path / "other.md").write_text(other + "\n", encoding="utf-8")
+    rerun = mirror("fetch", "other.md", *ARGS, "--json", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert __import__("json").loads(rerun.stdout)["recovered"] >= 1
+    archived = {row["url"] for row in db.query("select url from pages where status in ('archived', 'duplicate')")}
+    assert other in archived and len(archived & set(urls)) >= 1
+    assert mirror("fetch", *ARGS, cwd=tmp_path).returncode == 0  # the rest of seeds/
+    assert {row["status"] for row in db["pages"].rows} <= {"archived", "duplicate"}
+    twice = [path for path in captured_before if web.recorder.hits[path] > 1]
+    assert len(twice) <= CONCURRENCY, twice  # at most those in flight at the kill are fetched again

@@ -129,7 +129,7 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
 
     from mirror._client import Budget, Reach
 
-    for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "linked-site.test"):
+    for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "linked-site.test", "canon-site.test"):
         dns.zone.addresses[name] = ["127.0.0.1"]
     dns.zone.nxdomain.add("gone-cdn.test")
     web.add("/img.png", PNG, content_type="image/png")
@@ -138,7 +138,8 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
                                          f'<img data-actualsrc="//lazy-cdn.test:{port}/img.png">'
                                          f'<img src="http://gone-cdn.test:{port}/img.png">'
                                          f'<a href="http://linked-site.test/elsewhere">elsewhere</a>').replace(
-        b"<head>", f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'.encode()))
+        b"<head>", f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'
+                   f'<link rel="canonical" href="http://canon-site.test/early">'.encode()))
 
     async def go():
         async with looking_ahead(tmp_path) as client:
@@ -157,7 +158,7 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
     asked, image, gone = asyncio.run(go())
     for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "gone-cdn.test"):
         assert asked.get(name), f"{name} was not looked up when the page's HTML arrived"
-    assert not asked.get("linked-site.test")  # a link to another page is not fetched
+    assert not asked.get("linked-site.test") and not asked.get("canon-site.test")  # links to pages are not fetched
     assert image.ok and image.status == 200
     assert dns.queries["early-cdn.test"] == asked["early-cdn.test"]  # the request used the early answer
     assert gone.error == "dns" and dns.queries["gone-cdn.test"] == asked["gone-cdn.test"]

@@ -446,9 +446,11 @@ class Client:
             attribute = _RESOURCE_ATTRIBUTE.search(html_head[max(0, start - 30):start])
             if attribute is None:
                 continue
-            if attribute[1]:  # href: only a <link>'s
+            if attribute[1]:  # href: only a stylesheet's or a preload's <link> (not canonical, alternate, ...)
                 tag = html_head.rfind(b"<", 0, start)
-                if html_head[tag + 1:tag + 5].lower() != b"link":
+                end = html_head.find(b">", start)
+                element = html_head[tag + 1:end if end >= 0 else len(html_head)].lower()
+                if not element.startswith(b"link") or not (b"stylesheet" in element or b"preload" in element):
                     continue
             try:
                 name = ascii_host(match[1].decode("ascii").lower().rstrip("."))

@@ -176,19 +176,21 @@ def run(
     only = None if only is None else set(only)
     pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh, only=only)
     summary.total = len(pages)
+    # what a crashed run captured is recorded whichever lists this run reads (its files are closed after)
+    recoverable = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh) if suspects and only is not None else pages
     missing_images = archive.pages_missing_images(only) if options.images else []
     summary.images_resumed = len(missing_images)
     if on_start:
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render, missing_images))
+        asyncio.run(_fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render, missing_images, recoverable))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render=None, missing_images=()) -> None:
+async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspects, on_render=None, missing_images=(), recoverable=None) -> None:
     loop = asyncio.get_running_loop()
     pool = extraction_pool(options.workers)
     writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
@@ -295,11 +297,14 @@ async def _fetch_all(archive, options, pages, cookies, summary, on_page, suspect
     finished = False
     tasks: list[asyncio.Task] = []
     try:
-        found = await recover(archive, suspects, pages, extract)
+        recoverable = pages if recoverable is None else recoverable
+        found = await recover(archive, suspects, recoverable, extract)
         recovered = {page.url: (PageResult(page.url, final, [final]), article) for page, final, article in found}
         archive.mark_warcs_closed([p.name for p in suspects])
         tasks += [asyncio.create_task(one(page)) for page in pages if page.url not in recovered]
-        for page in pages:
+        wanted = {page.url for page in pages}
+        summary.total += sum(1 for url in recovered if url not in wanted)  # other lists' pages a crashed run had fetched
+        for page in recoverable:
             if page.url in recovered:
                 done(page, *recovered[page.url])
                 summary.recovered += 1
