@@ -115,3 +115,13 @@ def corpus_archive(corpus_server, tmp_path_factory):
         archive.record_inventory(links_from_urls(urls))
         run(archive, FetchOptions(delay=0, per_host=8, retries=0, images=False, workers=2))
     return folder
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """A DNS server of the test's own on 127.0.0.1 (see tests/dnsserver.py), mirror's resolver pointed at it."""
+    from .dnsserver import DNSServer
+
+    with DNSServer("127.0.0.1") as server:
+        monkeypatch.setenv("MIRROR_NAMESERVERS", server.nameserver)
+        yield server

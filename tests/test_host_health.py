@@ -184,16 +184,6 @@ def test_a_hanging_image_host_costs_one_timeout(tmp_path, web):
     assert page(db, url)["status"] == "archived"
 
 
-@pytest.fixture
-def dns(monkeypatch):
-    """A DNS server of the test's own on 127.0.0.1, mirror's resolver pointed at it."""
-    from .dnsserver import DNSServer
-
-    with DNSServer("127.0.0.1") as server:
-        monkeypatch.setenv("MIRROR_NAMESERVERS", server.nameserver)
-        yield server
-
-
 def test_pages_waiting_for_one_image_host_share_one_lookup(tmp_path, web, dns):
     dns.zone.nxdomain.add("cdn.invalid")
     pages = [web.add(f"/shared{i}", with_images(*(f"http://cdn.invalid/{i}/{j}.png" for j in range(3)))) for i in range(6)]

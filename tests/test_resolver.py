@@ -6,32 +6,9 @@ from __future__ import annotations
 
 import contextlib
 
-import pytest
-import sqlite_utils
-
-from mirror.fetch import FetchOptions, run
-from mirror.seeds import links_from_urls
-from mirror.store import Archive
-
-from .dnsserver import DNSServer
 from .test_host_health import with_images
+from .test_hostile_third import fetch
 from .webserver import PNG, article
-
-FAST = dict(delay=0.0, timeout=10.0, retries=0, workers=1)
-
-
-def fetch(folder, urls, **options):
-    with Archive(folder / "archive") as archive, archive.lock():
-        archive.record_inventory(links_from_urls(urls))
-        summary = run(archive, FetchOptions(**{**FAST, **options}))
-    return sqlite_utils.Database(folder / "archive" / "mirror.db"), summary
-
-
-@pytest.fixture
-def dns(monkeypatch):
-    with DNSServer("127.0.0.1") as server:
-        monkeypatch.setenv("MIRROR_NAMESERVERS", server.nameserver)
-        yield server
 
 
 def test_a_name_that_did_not_exist_is_not_asked_again_by_the_next_run(tmp_path, web, dns):
