@@ -187,3 +187,19 @@ def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path,
     where, page = asyncio.run(asyncio.wait_for(go(), 30))
     assert where == Reach.LOOPBACK, where
     assert page.ok and page.status == 200, page.message
+
+
+def test_looking_ahead_is_off_only_where_a_proxy_looks_names_up(tmp_path, monkeypatch):
+    import asyncio
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+    async def looks_ahead() -> bool:
+        async with looking_ahead(tmp_path) as client:
+            return client._look_ahead
+
+    monkeypatch.setenv("NO_PROXY", "*")  # names no proxy
+    assert asyncio.run(looks_ahead())
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert not asyncio.run(looks_ahead())

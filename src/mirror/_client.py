@@ -212,7 +212,7 @@ class Client:
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
         self._lookups: dict[str, asyncio.Future] = {}  # name -> the lookup under way
-        self._look_ahead = look_ahead and not urllib.request.getproxies()  # (a proxy looks names up itself)
+        self._look_ahead = look_ahead and not _proxies_set()  # (a proxy looks names up itself)
         self._ahead: dict[str, tuple[BaseException, float] | None] = {}  # names looked up ahead -> how and when it failed (None: not yet)
         self._failed_names: set[str] = set()  # names whose lookup failed in this run
         self._names = resolver or Resolver(nameservers_from_env())
@@ -743,6 +743,11 @@ def _is_ip(url: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _proxies_set() -> bool:
+    """Whether the environment names a proxy for some scheme (NO_PROXY alone names none)."""
+    return any(scheme != "no" and value for scheme, value in urllib.request.getproxies().items())
 
 
 def proxied(url: str) -> bool:
