@@ -139,10 +139,7 @@ class RowWriters:
             if final.ok and final.status == 304:
                 update |= {"error": None, "error_message": None, "gone_since": None}
             elif final.ok:
-                status = extraction.status if extraction else PageStatus.ARCHIVED
-                original = self._original(result.url, final.final_url, extraction) if status == PageStatus.ARCHIVED else None
-                if original is not None:
-                    status = PageStatus.DUPLICATE
+                status, original = self._identify(result.url, final.final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
                 update |= {
                     "status": status,
                     "same_as": original,
@@ -169,10 +166,7 @@ class RowWriters:
                 else:
                     update |= {"status": PageStatus.FAILED, "http_status": final.status, "final_url": final.final_url}
             _update_page(self.db, result.url, update)
-            if status == PageStatus.ARCHIVED:
-                self._adopt(result.url, final.final_url, extraction)
-            elif was == PageStatus.ARCHIVED and status is not None:
-                self._release(result.url, original)
+            self._settle(result.url, final.final_url, was, status, original, extraction)
             if extraction is not None:
                 self._save_extraction(result.url, extraction, index=original is None)
                 if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
@@ -243,6 +237,21 @@ class RowWriters:
             if _same_site(other_final or other, canonical) and _same_text(text, extraction.text):
                 return other
         return None
+
+    def _identify(self, url: str, final_url: str, status: PageStatus, extraction: Extraction | None) -> tuple[PageStatus, str | None]:
+        """A capture's status and its original: an article archived before under another link
+        makes this one its DUPLICATE."""
+        original = self._original(url, final_url, extraction) if status == PageStatus.ARCHIVED else None
+        return (PageStatus.DUPLICATE if original is not None else status), original
+
+    def _settle(self, url: str, final_url: str, was: str | None, status: PageStatus | None, original: str | None,
+                extraction: Extraction | None) -> None:
+        """After a page's new status: an article is the original of those it is the address of;
+        a page that stopped being one hands its duplicates on."""
+        if status == PageStatus.ARCHIVED:
+            self._adopt(url, final_url, extraction)
+        elif was == PageStatus.ARCHIVED and status is not None:
+            self._release(url, original)
 
     def _adopt(self, url: str, final_url: str, extraction: Extraction | None) -> None:
         """A page that is the article's own address (no redirect) is the original, whichever
@@ -328,22 +337,16 @@ class RowWriters:
 
         Not `done` (the browser crashed): the page is rendered again on the next run.
         """
-        status = PageStatus(values["status"]) if extraction is not None and values.get("status") else None
+        status, original = None, None
+        final_url = str(values.get("final_url") or url)
         with self.db.atomic():
             was = self._status(url)
-            original = None
-            if status == PageStatus.ARCHIVED:
-                original = self._original(url, str(values.get("final_url") or url), extraction)
-                if original is not None:
-                    status = PageStatus.DUPLICATE
-                    values = {**values, "status": status}
-            _update_page(self.db, url, {**values, "same_as": original, "canonical": extraction.canonical if extraction else None,
-                                        "rendered_at": now() if done else None} if extraction is not None else
-                         {**values, "rendered_at": now() if done else None})
-            if status == PageStatus.ARCHIVED:
-                self._adopt(url, str(values.get("final_url") or url), extraction)
-            elif was == PageStatus.ARCHIVED and status is not None:
-                self._release(url, original)
+            update = {**values, "rendered_at": now() if done else None}
+            if extraction is not None and values.get("status"):
+                status, original = self._identify(url, final_url, PageStatus(values["status"]), extraction)
+                update |= {"status": status, "same_as": original, "canonical": extraction.canonical}
+            _update_page(self.db, url, update)
+            self._settle(url, final_url, was, status, original, extraction)
             if extraction is not None:
                 self._save_extraction(url, extraction, index=original is None)
                 self.record_resources(url, images)
