@@ -28,8 +28,8 @@ from _measure import report  # noqa: E402
 from loopback import corpus_pages, page_urls  # noqa: E402
 from throughput import start_web  # noqa: E402
 
-from mirror._procmem import descendants, is_browser, pss_mb  # noqa: E402
 from mirror.browser import find_chromium  # noqa: E402
+from mirror.browser.memory import descendants, is_browser, pss_mb  # noqa: E402
 
 
 class BrowserMemory:

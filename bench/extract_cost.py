@@ -4,7 +4,7 @@ Each runs in a process of its own, and the three take the pages in turn, page by
 machine whose speed drifts (a shared VM) slows them alike. Separate processes, because the
 first extraction of a page fills caches (trafilatura's, htmldate's, dateparser's) that a
 second one in the same process hits: in one process, whichever ran first on a page paid
-~12 ms more. The older `mirror.extract` is read from git and loaded as its own module, with
+~12 ms more. The older commit's `src/` is exported from git and imported in its own process, with
 the process-wide settings it made itself (dateparser's locales, lxml's element lookup) and
 no others; trafilatura runs as installed. Each process first extracts 30 pages that are not
 measured: the first written-out dates load dateparser's locales and compile its patterns,
@@ -16,10 +16,8 @@ a cost paid once per worker process, not per page.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -35,28 +33,20 @@ URL = "http://127.0.0.1/page.html"
 WARM_UP = 30  # Dragnet's first pages: the measured ones start at its 200th
 
 
-def _load_module(name: str, source: str):
-    path = Path(tempfile.mkdtemp()) / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_old_extract(ref: str):
-    """`mirror.extract` as it was at `ref`, with the private helper modules (`._markdown`,
-    `._charset`, ...) of that commit too, since their insides change with it."""
+    """`extract` as it was at `ref`: that commit's `src/` exported from git (the working tree is
+    never touched) and imported in this process, which runs nothing else of mirror's. Whatever
+    the commit's layout (`mirror/extract.py` before the stages became packages), `mirror.extract`
+    names its `extract`."""
+    where = Path(tempfile.mkdtemp())
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    sys.path.insert(0, str(where / "src"))
+    for name in [m for m in sys.modules if m == "mirror" or m.startswith("mirror.")]:
+        del sys.modules[name]
+    from mirror.extract import extract
 
-    def show(path: str) -> str:
-        return subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-
-    source = show("src/mirror/extract.py")
-    for helper in sorted(set(re.findall(r"^from \.(_\w+) import", source, re.M))):
-        _load_module(f"old{helper}", show(f"src/mirror/{helper}.py").replace("from .", "from mirror."))
-        source = source.replace(f"from .{helper} import", f"from old{helper} import")
-    return _load_module("old_extract", source.replace("from .", "from mirror.")).extract
+    return extract
 
 
 _extract = None  # in each process: the extraction it measures

@@ -78,7 +78,7 @@ class Tally:
 
 
 def _resolve(url: str, base: str) -> str | None:
-    from mirror._images import usable
+    from mirror.extract.images import usable
 
     url = usable(url)
     if url is None or any(c.isspace() for c in url):
@@ -89,7 +89,7 @@ def _resolve(url: str, base: str) -> str | None:
 
 def _urls_of(element, base: str) -> set[str]:
     """Every URL an <img> or <source> names, in any of its attributes."""
-    from mirror._images import parse_srcset
+    from mirror.extract.images import parse_srcset
 
     urls = set()
     for name, value in element.attrib.items():
@@ -204,8 +204,8 @@ def measure(root: Path) -> dict[str, dict[str, Tally]]:
     import lxml.html
     import trafilatura
 
-    from mirror._images import document_base
     from mirror.extract import extract
+    from mirror.extract.images import document_base
 
     tallies: dict[str, dict[str, Tally]] = {}
     for corpus, name, body, url, truth in (*sitdown_pages(root), *wechat_pages(root), *readability_pages(root)):

@@ -1,7 +1,7 @@
 """Article quality against hand-marked ground truth, mirror beside trafilatura's default `extract()`.
 
 For every page of a corpus with ground truth (readability's `expected.html`, Dragnet's
-`GoldStandard`), the same bytes go through `mirror.extract.extract` and through
+`GoldStandard`), the same bytes go through `mirror.extract.article.extract` and through
 `trafilatura.extract` with default options. Each output is scored by character:
 
 - recall: the share of the ground truth's characters found, in order, in the output;

@@ -33,8 +33,7 @@ def cli(tmp_path, monkeypatch):
     runner = CliRunner()
 
     def run(*args: str, env: dict | None = None):
-        from mirror import cli as module
-
+        from mirror.cli import _common as module
         module.out._console = module.err._console = None  # made again, as in a process of its own (COLUMNS, FORCE_COLOR)
         return runner.invoke(app, list(args), env=env, catch_exceptions=False)
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from mirror.extract import decode_html, extract
-from mirror._sniff import sniff
+from mirror.extract.article import decode_html, extract
+from mirror.extract.sniff import sniff
 
 from .conftest import CORPUS
 from .test_extract import fetch

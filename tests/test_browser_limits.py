@@ -11,10 +11,10 @@ import pytest
 import sqlite_utils
 from rich.console import Console
 
-from mirror._client import Reach
-from mirror._render import Renderer
 from mirror._types import Outcome
+from mirror.browser.renderer import Renderer
 from mirror.fetch import Summary
+from mirror.http import Reach
 
 from .conftest import run_mirror
 from .test_browser import CHROMIUM, chromium_or_skip
@@ -121,7 +121,7 @@ def test_a_loopback_page_rendered_may_request_loopback(tmp_path, web):
 
 
 def test_progress_counts_a_page_the_browser_got_past_as_archived():
-    from mirror._progress import FetchReporter
+    from mirror.cli.progress import FetchReporter
 
     out = io.StringIO()
     reporter = FetchReporter(Console(file=out, force_terminal=True, width=200))

@@ -8,7 +8,9 @@ from collections import Counter
 
 import sqlite_utils
 
-from mirror._markdown import _WORD as WORDS  # one CJK character, or a run of letters and digits
+from mirror.extract.markdown import (
+    _WORD as WORDS,  # one CJK character, or a run of letters and digits
+)
 
 from .conftest import CORPUS
 

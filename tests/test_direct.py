@@ -1,4 +1,4 @@
-"""Resources sent straight to httpcore's pool (mirror._direct) are captured exactly as httpx would.
+"""Resources sent straight to httpcore's pool (mirror.http.direct) are captured exactly as httpx would.
 
 Each test runs the same requests through both paths against a real server: the direct one (no
 cookies, no proxy) and httpx's (a client holding a cookie jar), and compares what reached the
@@ -14,9 +14,9 @@ from http.cookiejar import CookieJar
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from mirror import _direct
-from mirror._client import Budget, Client, Reach
 from mirror._types import Reason
+from mirror.http import Budget, Client, Reach
+from mirror.http import direct as _direct
 from mirror.warc import CaptureWriter
 
 from .webserver import PNG
@@ -204,7 +204,7 @@ def test_an_idle_connection_the_server_closed_is_seen_as_readable():
     """httpcore drops a pooled connection whose socket turned readable while idle (the server hung up)."""
     import socket
 
-    from mirror._net import _readable
+    from mirror.http.transport import _readable
 
     ours, theirs = socket.socketpair()
     try:

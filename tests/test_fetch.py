@@ -437,6 +437,6 @@ def test_an_article_quoting_the_wechat_check_is_archived(tmp_path, web):
     ],
 )
 def test_blocked_page_recognition(status, head, blocked):
-    from mirror._blocked import blocked_reason
+    from mirror.http.blocked import blocked_reason
 
     assert bool(blocked_reason(status, "https://a.example/x", "https://a.example/x", head)) is blocked

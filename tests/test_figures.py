@@ -13,8 +13,8 @@ import re
 import pytest
 import sqlite_utils
 
-from mirror._images import image_source, parse_srcset
 from mirror.extract import extract
+from mirror.extract.images import image_source, parse_srcset
 from mirror.fetch import FetchOptions, run
 from mirror.seeds import links_from_urls
 from mirror.store import Archive

@@ -15,7 +15,7 @@ import time
 import pytest
 import sqlite_utils
 
-from mirror._progress import FetchReporter, _Remaining, slowest_in_flight
+from mirror.cli.progress import FetchReporter, _Remaining, slowest_in_flight
 from mirror.fetch import FetchOptions, Summary, run
 from mirror.seeds import links_from_urls, parse_text
 from mirror.store import Archive
@@ -356,7 +356,6 @@ def test_a_terminal_shows_the_request_that_hangs(web):
 
 def test_version_short_help_and_examples(cli):
     from mirror import __version__
-
     result = cli("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"mirror {__version__}"
     result = cli("fetch", "-h", env={"COLUMNS": "200"})
@@ -473,7 +472,7 @@ def test_readme_quick_start_names_the_commands_that_exist():
 
 
 def test_text_alike_is_one_article_and_a_series_is_not():
-    from mirror.store.writers import _same_text
+    from mirror.store.identity import _same_text
 
     assert _same_text(_long("同一篇"), _long("同一篇") + "编辑后补了一句。")  # the AMP copy, edited a little
     assert not _same_text(_long("第一页"), _long("第二页"))

@@ -235,8 +235,8 @@ def _fetch_for_pages(tmp_path, *rounds):
     rounds one after the other. Each page is (urls, reach); returns each round's outcomes."""
     import asyncio
 
-    from mirror._client import Budget, Client
-    from mirror.fetch import Seen, fetch_images
+    from mirror.fetch.resources import Seen, fetch_images
+    from mirror.http import Budget, Client
     from mirror.warc import CaptureWriter
 
     async def go():
@@ -254,7 +254,7 @@ def _fetch_for_pages(tmp_path, *rounds):
 
 
 def test_a_failure_a_retry_may_mend_is_asked_for_again_by_the_next_page(tmp_path, web):
-    from mirror._client import Reach
+    from mirror.http import Reach
 
     urls = [web.url("/missing.png"), web.url("/always-503"), web.add("/logo.png", PNG, content_type="image/png")]
     [first], [second] = _fetch_for_pages(tmp_path, [(urls, Reach.LOOPBACK)], [(urls, Reach.LOOPBACK)])
@@ -269,7 +269,7 @@ def test_pages_asking_at_once_share_one_request_if_they_may_fetch_alike(tmp_path
     """A slow stylesheet three pages link at once is asked for once, and all three get its
     outcome; a page on a public address may not fetch from loopback, so it does not share
     the loopback pages' answer (nor they its refusal)."""
-    from mirror._client import Reach
+    from mirror.http import Reach
 
     slow = web.url("/slow/shared.css?s=0.5")
     [a, b, c, public] = _fetch_for_pages(tmp_path, [([slow], Reach.LOOPBACK)] * 3 + [([slow], Reach.PUBLIC)])[0]

@@ -19,9 +19,9 @@ from warcio.bufferedreaders import BufferedReader
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from mirror import warc
-from mirror._client import Budget, Client, Reach
-from mirror._resolver import nameservers_from_env
 from mirror.fetch import FetchOptions, run
+from mirror.http import Budget, Client, Reach
+from mirror.http.resolver import nameservers_from_env
 from mirror.seeds import links_from_urls
 from mirror.store import Archive
 
@@ -174,7 +174,7 @@ def test_a_bad_nameservers_value_is_a_clear_error(cli, monkeypatch, value):
 def test_localhost_names_are_this_machine_in_the_browser(web, web2):
     """chromium answers `*.localhost` itself (127.0.0.1), whatever mirror's resolver says: a
     public page (127.0.0.2 stands for one) cannot reach this machine through such a name."""
-    from mirror._render import Renderer
+    from mirror.browser.renderer import Renderer
 
     from .test_browser import CHROMIUM, chromium_or_skip
 
@@ -210,7 +210,7 @@ def test_localhost_names_are_this_machine_in_the_browser(web, web2):
 def test_a_request_the_route_cannot_fetch_fails_at_once(web):
     """A seed host's request is fetched by the route (to add --header values); when that fetch
     fails, the request fails then, not at the render's deadline."""
-    from mirror._render import Renderer
+    from mirror.browser.renderer import Renderer
 
     from .test_browser import CHROMIUM, chromium_or_skip
 

@@ -27,17 +27,7 @@ import sqlite_utils
 from datasette.app import Datasette
 
 from mirror.plugin.views import local_images
-from mirror.search import (
-    MAX_LIMIT,
-    MAX_TERMS,
-    SearchError,
-    SearchTimeout,
-    build_match,
-    check_query,
-    ensure_index,
-    index_insert,
-    search,
-)
+from mirror.search import MAX_LIMIT, MAX_TERMS, SearchError, SearchTimeout, build_match, check_query, ensure_index, index_insert, search
 from mirror.seeds import parse_text
 from mirror.warc import WarcError, WarcLocation, read_payload
 
@@ -328,7 +318,7 @@ def test_links_prints_a_summary_past_a_few_hundred_rows_and_json_prints_all(cli,
 
 
 def test_html_seed_sections_come_from_the_heading_before_each_link():
-    from mirror._html_seeds import parse_html
+    from mirror.seeds.html import parse_html
 
     parts = "".join(
         f"<h2>Part {k}</h2>" + "".join(f"<p><a href='https://e.com/{k}/{i}'>x</a></p>" for i in range(1000)) for k in range(5)

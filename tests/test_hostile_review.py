@@ -17,8 +17,8 @@ import sqlite_utils
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 
+from mirror.extract.css import css_references
 from mirror.plugin.views import MAX_CSS_BYTES, defuse_html
-from mirror._css import css_references
 
 from .conftest import run_mirror
 from .test_hostile_input import archive, ds  # noqa: F401 - the same hostile archive, fixtures of this module too

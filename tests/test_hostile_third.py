@@ -216,8 +216,8 @@ def test_a_navigation_is_refused_before_its_redirect_reaches_a_more_private_addr
     follows them: 127.0.0.1 stands for a public address here, 127.0.0.2 for this machine."""
     import asyncio
 
-    from mirror._client import Reach
-    from mirror._render import Renderer
+    from mirror.browser.renderer import Renderer
+    from mirror.http import Reach
 
     from .test_browser import CHROMIUM, chromium_or_skip
 
@@ -265,8 +265,9 @@ def any_loopback():
 def test_idle_connections_to_many_hosts_are_closed_and_a_page_fetches_a_bounded_number_of_images(tmp_path, any_loopback, monkeypatch):
     import asyncio
 
-    from mirror import _client
-    from mirror.fetch import MAX_IMAGES
+    from mirror.fetch.resources import MAX_IMAGES
+    from mirror.http import Budget, Reach
+    from mirror.http import client as _client
 
     if not sys.platform.startswith("linux"):
         pytest.skip("counts sockets in /proc/self/fd")
@@ -288,8 +289,8 @@ def test_idle_connections_to_many_hosts_are_closed_and_a_page_fetches_a_bounded_
                                 max_bytes=10**6, max_redirects=3, headers={}, cookies=None, keepalive=0.3)
         before = _sockets()
         try:
-            budget = _client.Budget(timeout=5, retries=0, concurrency=16)
-            answers = await asyncio.gather(*(client.get(f"http://{host}/img.png", budget=budget, reach=_client.Reach.LOOPBACK) for host in hosts[:200]))
+            budget = Budget(timeout=5, retries=0, concurrency=16)
+            answers = await asyncio.gather(*(client.get(f"http://{host}/img.png", budget=budget, reach=Reach.LOOPBACK) for host in hosts[:200]))
             assert all(a.ok for a in answers)
             during = _sockets()
             await asyncio.sleep(0.5)  # past the keep-alive
@@ -309,7 +310,7 @@ def test_running_out_of_descriptors_is_named():
 
     import httpx
 
-    from mirror._client import _classify_error
+    from mirror.http.failures import classify_error as _classify_error
 
     try:
         try:
@@ -326,7 +327,7 @@ def test_running_out_of_descriptors_is_named():
 def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
     import asyncio
 
-    from mirror._render import Renderer
+    from mirror.browser.renderer import Renderer
 
     from .test_browser import CHROMIUM, chromium_or_skip
 

@@ -17,23 +17,22 @@ PACKAGE = Path(mirror.__file__).parent
 
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
-    # the bottom: value types, the vocabulary, and helpers that know no stage
-    "_types": 0, "_text": 0, "_faults": 0, "_loopback": 0, "_charset": 0, "_sniff": 0, "_blocked": 0, "_direct": 0, "_net": 0, "_resolver": 0,
-    "_segment": 0, "_procmem": 0, "_gc": 0, "_child_call": 0, "_images": 0,
-    # seeds/urls: the link inventory
-    "urls": 1, "seeds": 1, "_html_seeds": 1,
-    # fetch/warc: HTTP, the browser driver and WARC records
-    "warc": 2, "_client": 2, "_render": 2,
+    # the bottom: the values passed between stages and the vocabulary, and helpers that know no stage
+    "_types": 0, "_util": 0,
+    # seeds/urls: reading lists -> the link inventory; URL identity
+    "seeds": 1,
+    # fetch/warc: raw captures, and HTTP into them
+    "warc": 2, "http": 3,
     # extract: articles from captures, and the processes that run it
-    "extract": 3, "_markdown": 3, "_pool": 3, "_xpath_prefilter": 3, "_css": 3, "_figures": 3,
-    # store: the archive folder and its database (and the search index's layout, which it writes)
-    "store": 4, "_fts": 4,
-    # pipeline: runs that drive fetch + extract + store
-    "fetch": 5, "browser": 5, "recovery": 5, "requisites": 5, "reindex": 5, "_progress": 5,
+    "extract": 4,
+    # store: the archive folder, its database and the search index's layout
+    "store": 5,
+    # the runs: chromium's pass, then the fetch run that drives everything below
+    "browser": 6, "fetch": 7,
     # search: queries over the store
-    "search": 6,
+    "search": 8,
     # the faces: the datasette plugin and the command line
-    "plugin": 7, "cli": 7, "__init__": 7, "__main__": 7,
+    "plugin": 9, "cli": 9, "__init__": 9, "__main__": 9,
 }
 
 
@@ -74,7 +73,25 @@ def imports_of(path: Path, root: Path, package: str) -> set[str]:
                     found.add(".".join(base))
                 else:
                     found.add("__init__")
+    found |= lazy_homes(path, root, package)
     found.discard(".".join(here))
+    return found
+
+
+def lazy_homes(path: Path, root: Path, package: str) -> set[str]:
+    """The modules a package's `lazy_exports(__name__, {name: home})` imports on first use."""
+    here = module_name(path, root).split(".") if path.name == "__init__.py" else module_name(path, root).split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports" and isinstance(node.args[1], ast.Dict):
+            for value in node.args[1].values:
+                home = value.value
+                if home.startswith(package + "."):
+                    found.add(home[len(package) + 1:])
+                elif home.startswith("."):
+                    level = len(home) - len(home.lstrip("."))
+                    anchor = [p for p in here if p != "__init__"][: len([p for p in here if p != "__init__"]) - (level - 1)]
+                    found.add(".".join(anchor + [home.lstrip(".")]))
     return found
 
 
@@ -136,7 +153,11 @@ def test_the_checks_catch_an_upward_import_and_a_circle(tmp_path):
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "a.py").write_text("from .b import y\n")
     (pkg / "sub" / "b.py").write_text("import pkg.sub.a\n")
+    (pkg / "lazy").mkdir()
+    (pkg / "lazy" / "__init__.py").write_text("__getattr__ = lazy_exports(__name__, {'g': 'pkg.high', 'y': '.mod'})\n")
+    (pkg / "lazy" / "mod.py").write_text("")
     edges = graph(pkg, "pkg")
-    ranks = {"__init__": 9, "low": 0, "high": 1, "sub": 1}
-    assert upward_imports(edges, ranks) == ["low (rank 0) imports high (rank 1)"]
+    ranks = {"__init__": 9, "low": 0, "high": 1, "sub": 1, "lazy": 0}
+    assert upward_imports(edges, ranks) == ["lazy (rank 0) imports high (rank 1)", "low (rank 0) imports high (rank 1)"]
+    assert "lazy.mod" in edges["lazy"]
     assert sorted(map(tuple, circles(edges))) == [("high", "low", "high"), ("sub.a", "sub.b", "sub.a")]

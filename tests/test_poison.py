@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mirror.fetch
+import mirror.fetch.runner
 from mirror.seeds import links_from_urls
 from mirror.store import Archive
 
@@ -76,14 +77,14 @@ def test_an_image_redirecting_to_data_does_not_poison_later_runs(tmp_path, web):
 
 def test_an_unexpected_error_in_one_page_is_that_pages_failure(tmp_path, web, monkeypatch):
     """Whatever goes wrong inside one page's task (here: a bug planted in the page fetch)."""
-    real = mirror.fetch.fetch_page
+    real = mirror.fetch.runner.fetch_page
 
     async def buggy(client, page, options):
         if page.url.endswith("/boom"):
             raise KeyError("planted bug")
         return await real(client, page, options)
 
-    monkeypatch.setattr(mirror.fetch, "fetch_page", buggy)
+    monkeypatch.setattr(mirror.fetch.runner, "fetch_page", buggy)
     boom, fine = web.url("/article/boom"), web.url("/article/fine")
     db, summary = fetch_urls(tmp_path, [boom, fine])
     assert page(db, boom)["status"] == "failed" and page(db, boom)["error"] == "internal"

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from mirror.extract import Extraction
+from mirror.extract.article import Extraction
 from mirror.seeds import links_from_urls
 from mirror.store import Archive, ArchiveError
 

@@ -10,8 +10,8 @@ from urllib.parse import quote
 import pytest
 from datasette.app import Datasette
 
+from mirror.extract.css import css_references, page_requisites, rewrite_css
 from mirror.plugin._origin import resource_key
-from mirror._css import css_references, page_requisites, rewrite_css
 from mirror.store import Archive
 
 from .test_fetch import fetch_urls
@@ -154,7 +154,7 @@ def test_the_cheap_loads_filter_agrees_with_its_regex():
     (İ and ı match "i" under re.I), or a page's styles would lose their references."""
     import random
 
-    from mirror._css import _LOADS, _loads
+    from mirror.extract.css import _LOADS, _loads
 
     alphabet = list("urlURL@impoIMPOt\\ (\"':;x") + ["\u0130", "\u0131", "\u212a", "中", "ſ"]
     rng = random.Random(7)
@@ -170,7 +170,7 @@ def test_the_reference_scan_finds_what_the_regex_finds():
     under re.I; İ also changes length under lower())."""
     import random
 
-    from mirror._css import _REFERENCE, _reference_matches
+    from mirror.extract.css import _REFERENCE, _reference_matches
 
     alphabet = list("urlURL@impoIMPOt()\"' ;x/:") + ["\u0130", "\u0131", "\u212a", "中", "ſ", "  "]
     rng = random.Random(11)

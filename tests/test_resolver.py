@@ -85,7 +85,7 @@ def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, 
 @contextlib.asynccontextmanager
 async def looking_ahead(folder, timeout: float = 5):
     """A client that looks a page's resource hosts up when its HTML arrives, writing to `folder`."""
-    from mirror._client import Client
+    from mirror.http import Client
     from mirror.warc import CaptureWriter
 
     writer = CaptureWriter(folder)
@@ -104,7 +104,7 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
     `src`-like attribute, are not. A failed early lookup is the resource's outcome, not a second wait."""
     import asyncio
 
-    from mirror._client import Budget, Reach
+    from mirror.http import Budget, Reach
 
     for name in ("early-cdn.test", "style-cdn.test", "lazy-cdn.test", "linked-site.test", "canon-site.test"):
         dns.zone.addresses[name] = ["127.0.0.1"]
@@ -145,7 +145,7 @@ def test_a_page_naming_thousands_of_hosts_gets_only_the_first_few_looked_up_ahea
     import asyncio
     import time
 
-    from mirror._client import LOOK_AHEAD
+    from mirror.http.lookups import LOOK_AHEAD
 
     url = web.add("/many", article("多", "".join(f'<img src="http://h{i}.many.test/{i}.png">' for i in range(500))))
 
@@ -167,7 +167,7 @@ def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path,
     page on it is fetched: the page asks again (only the page's images took the early failure)."""
     import asyncio
 
-    from mirror._client import Reach
+    from mirror.http import Reach
 
     dns.zone.dropped.add("later.test")
     url = web.add("/with-later", article("晚", f'<img src="http://later.test:{web.port}/x.png">'))
@@ -176,7 +176,7 @@ def test_a_failed_lookup_ahead_is_not_held_against_a_page_on_that_host(tmp_path,
     async def go():
         async with looking_ahead(tmp_path, timeout=15) as client:
             assert (await client.get(url)).ok
-            while "later.test" not in client._failed_names:  # the resolver gives up (c-ares' tries)
+            while "later.test" not in client.lookups._failed_names:  # the resolver gives up (c-ares' tries)
                 await asyncio.sleep(0.1)
             dns.zone.dropped.discard("later.test")
             dns.zone.addresses["later.test"] = ["127.0.0.1"]
@@ -197,7 +197,7 @@ def test_looking_ahead_is_off_only_where_a_proxy_looks_names_up(tmp_path, monkey
 
     async def looks_ahead() -> bool:
         async with looking_ahead(tmp_path) as client:
-            return client._look_ahead
+            return client.lookups._look_ahead
 
     monkeypatch.setenv("NO_PROXY", "*")  # names no proxy
     assert asyncio.run(looks_ahead())

@@ -9,16 +9,7 @@ import unicodedata
 import pytest
 import sqlite_utils
 
-from mirror.search import (
-    BARRIER,
-    FTS_COLUMNS,
-    ZWSP,
-    bigrams,
-    build_match,
-    desegment,
-    search,
-    segment,
-)
+from mirror.search import BARRIER, FTS_COLUMNS, ZWSP, bigrams, build_match, desegment, search, segment
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 TOKEN = re.compile(rf"[{CJK}]|(?:(?![{CJK}])[^\W_])+")
@@ -151,7 +142,7 @@ def test_snippets_show_original_text_with_marks(corpus_db):
 
 
 def test_title_outranks_body(tmp_path):
-    from mirror.extract import Extraction
+    from mirror.extract.article import Extraction
     from mirror.seeds import links_from_urls
     from mirror.store import Archive
 
@@ -181,7 +172,7 @@ def test_search_filters(corpus_archive, corpus_db, cli, tmp_path):
     assert {h.url for h in search(corpus_db, "的", limit=1000, site=site)} == {h.url for h in all_hits}
     assert search(corpus_db, "的", site="no.such.site") == []
     # several hosts: the filter keeps one host, its subdomains, or one site name
-    from mirror.extract import Extraction
+    from mirror.extract.article import Extraction
     from mirror.seeds import links_from_urls
     from mirror.store import Archive
 

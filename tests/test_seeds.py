@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror import seeds
 from mirror._types import Link
 from mirror.seeds import decode_seed, parse_text, read_seeds
+from mirror.seeds import links as seed_links
 
 from .conftest import SEEDS
 
@@ -315,7 +315,7 @@ def test_markdown_like_text_parses_without_raising(pieces):
 
 def test_fast_link_construction_is_the_dataclass():
     values = ("https://a.example/1", "a.example/1", "s.md", 3, 7, "标题", None, "why", ("https://a.example/",))
-    fast, slow = seeds._link(*values), Link(*values)
+    fast, slow = seed_links._link(*values), Link(*values)
     assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
     assert list(vars(fast)) == [f.name for f in dataclasses.fields(Link)]  # a new field must be added there too
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from mirror import seeds
-from mirror._child_call import ChildCall
 from mirror.seeds import decode_seed, parse_text
+from mirror.seeds import text as seeds_text
+from mirror.seeds._child_call import ChildCall
 
 from .conftest import SEEDS
 
@@ -33,9 +33,25 @@ def texts() -> list[str]:
 def test_two_cores_find_exactly_what_one_pass_finds(monkeypatch, number):
     text = texts()[number]
     one_pass = parse_text(text, "notes.md")
-    monkeypatch.setattr(seeds, "_SPLIT_LINES", 2)  # every seed of 2+ lines goes through the child
+    monkeypatch.setattr(seeds_text, "_SPLIT_LINES", 2)  # every seed of 2+ lines goes through the child
     assert parse_text(text, "notes.md") == one_pass
     assert one_pass
+
+
+def test_the_second_half_is_read_by_the_child(monkeypatch):
+    """The function the parser names for its child exists there: a child that cannot find it
+    fails, and the parent silently reads every line itself (as after a module moved)."""
+    answers = []
+
+    class Watched(ChildCall):
+        def result(self):
+            answers.append(super().result())
+            return answers[-1]
+
+    monkeypatch.setattr(seeds_text, "ChildCall", Watched)
+    monkeypatch.setattr(seeds_text, "_SPLIT_LINES", 2)
+    assert parse_text(texts()[-4], "notes.md")
+    assert answers and all(answer is not None for answer in answers)
 
 
 def test_a_failing_child_leaves_the_work_to_this_process(monkeypatch):
@@ -46,15 +62,15 @@ def test_a_failing_child_leaves_the_work_to_this_process(monkeypatch):
         def __init__(self, module, function, *args):
             super().__init__(module, "no_such_function", *args)
 
-    monkeypatch.setattr(seeds, "ChildCall", Failing)
-    monkeypatch.setattr(seeds, "_SPLIT_LINES", 2)
+    monkeypatch.setattr(seeds_text, "ChildCall", Failing)
+    monkeypatch.setattr(seeds_text, "_SPLIT_LINES", 2)
     assert parse_text(text, "notes.md") == one_pass
 
 
 def test_the_child_returns_the_functions_result():
-    with ChildCall("mirror.urls", "normalize", "HTTPS://Example.COM:443/a/../b?utm_source=x#top") as call:
+    with ChildCall("mirror.seeds.urls", "normalize", "HTTPS://Example.COM:443/a/../b?utm_source=x#top") as call:
         assert call.result() == "https://example.com/b"
-    with ChildCall("mirror.urls", "no_such_function") as call:
+    with ChildCall("mirror.seeds.urls", "no_such_function") as call:
         assert call.result() is None
 
 

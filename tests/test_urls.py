@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror import urls
-from mirror.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
+from mirror.seeds import urls
+from mirror.seeds.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
 
 from .conftest import CORPUS, SEEDS
 

@@ -10,9 +10,9 @@ import re
 import pytest
 from lxml import html
 
-import mirror.extract
-from mirror import _xpath_prefilter
-from mirror._xpath_prefilter import PageGuardedXPath, page_attributes
+import mirror.extract.article
+from mirror.extract import xpath_prefilter as _xpath_prefilter
+from mirror.extract.xpath_prefilter import PageGuardedXPath, page_attributes
 
 from .conftest import CORPUS
 
@@ -87,10 +87,10 @@ def test_a_pattern_matches_a_page_exactly_when_it_matches_one_of_its_values(patt
 
 def test_articles_are_the_same_with_and_without(monkeypatch):
     for body in _corpus_pages(15):
-        guarded = mirror.extract.extract(body, "http://127.0.0.1/page.html", "text/html")
+        guarded = mirror.extract.article.extract(body, "http://127.0.0.1/page.html", "text/html")
         with monkeypatch.context() as patch:
-            patch.setattr(mirror.extract, "page_attributes", lambda tree: contextlib.nullcontext())
-            original = mirror.extract.extract(body, "http://127.0.0.1/page.html", "text/html")
+            patch.setattr(mirror.extract.article, "page_attributes", lambda tree: contextlib.nullcontext())
+            original = mirror.extract.article.extract(body, "http://127.0.0.1/page.html", "text/html")
         assert dataclasses.asdict(guarded) == dataclasses.asdict(original)
 
 

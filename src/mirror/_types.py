@@ -219,7 +219,7 @@ class Extraction:
     markdown: str | None = None
     word_count: int = 0
     images: list[str] = field(default_factory=list)  # absolute URLs the article shows
-    # the search index's values for it (`mirror._segment.index_values`), made in the
+    # the search index's values for it (`mirror._util.segment.index_values`), made in the
     # extraction worker so that the process writing the database only inserts them
     search_index: tuple[str, ...] | None = None
     # the stylesheets the page links and the URLs its inline CSS loads, found on the tree

@@ -11,7 +11,6 @@ metadata tables, table options into its configuration, canned queries through
 from __future__ import annotations
 
 import copy
-
 import sqlite3
 
 from datasette import hookimpl
@@ -21,8 +20,8 @@ from ..search import FTS_TABLE, build_match
 from ._common import date_attribute, date_text
 from ._origin import guard, validate_settings
 from .home import home_view
-from .table_search import ranked_table_search
 from .screenshots import screenshot_view
+from .table_search import ranked_table_search
 from .views import reader_view, resource_view, search_view, snapshot_view
 
 NEVER = '"\ue001"'  # a token no text contains: an empty query matches nothing

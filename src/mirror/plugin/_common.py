@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import base64
 import functools
 import hashlib
@@ -14,7 +13,7 @@ from pathlib import Path
 import sqlite_utils
 from datasette import Response
 
-from .._text import readable_date
+from .._util.text import readable_date
 from ..store import queries
 from ..warc import WarcError, read_payload
 from ._permissions import can_read_archive

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs
 
 import click
 
-from .._loopback import is_loopback_address
+from .._util.loopback import is_loopback_address
 
 __all__ = ["guard", "resource_key", "validate_settings"]
 

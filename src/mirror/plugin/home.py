@@ -14,7 +14,7 @@ from datasette import Response
 from datasette.database import QueryInterrupted
 
 from .._types import PageStatus
-from .._css import web_url
+from ..extract.css import web_url
 from ._common import _archive, _views, reader_csp
 from .screenshots import screenshot_urls
 

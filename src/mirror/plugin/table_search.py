@@ -19,8 +19,8 @@ from datasette.utils.asgi import Request
 
 from ..search import FTS_TABLE, WEIGHTS, build_match
 from ..store import FACETS_INDEX
-from ._permissions import can_read_archive
 from ._common import reader_csp
+from ._permissions import can_read_archive
 
 TABLE = "pages"
 FACETS = ("host", "status", "seeds", "sections", "language")  # as configured on the table

@@ -15,9 +15,9 @@ import sqlite_utils
 from datasette import Response
 from markdown_it import MarkdownIt
 
-from ..extract import decode_html
-from .._css import MAX_CSS_BYTES
-from .._images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
+from ..extract.article import decode_html
+from ..extract.css import MAX_CSS_BYTES
+from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
 from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp

@@ -1,8 +1,17 @@
 """The archive: a folder of WARC files and one ordinary SQLite file, `DIR/mirror.db`.
 
-Split by concern: `folder` (where the archive is, the fetch lock, WARC repair),
-`schema` (tables, migrations, opening read-write or read-only), `writers` (rows
-written by the runs) and `queries` (reads, shared by the CLI and the plugin).
+Split by concern:
+
+    folder     where the archive is, the fetch lock, WARC repair
+    schema     tables, migrations, opening read-write or read-only
+    writers    rows written by the runs: each page's fetch, extraction, render and resources
+    inventory  the links of the seeds read and the pages they name (mixed into the writers)
+    identity   duplicates: which capture is another link's article, which page is the original
+    _sql       the hot paths' plain-SQL row writes
+    _bulk      bulk inserts on a second thread
+    fts        the search index's layout
+    queries    reads, shared by the CLI and the plugin
+    reindex    `mirror reindex`: every capture extracted again from its WARC record
 """
 
 from __future__ import annotations

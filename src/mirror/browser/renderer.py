@@ -1,0 +1,272 @@
+"""One chromium, driven by Playwright, rendering pages in a few tabs at a time.
+
+Nothing is downloaded: Playwright launches the given executable (Debian's
+chromium). Each page gets a fresh context (its own cookies and cache, closed
+afterwards); dialogs are dismissed, pop-ups closed, downloads and permission
+prompts refused. A page is captured as soon as it is quiet (no request and no
+DOM change for a moment, before and after scrolling through it), or as it is
+when the time runs out. A browser that crashes or hangs is replaced; one over
+its memory limit is replaced between pages. Given a `Reach`, a page's requests
+go only to addresses no more private than that (the HTTP fetcher's rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from http.cookiejar import Cookie
+
+from .._types import RenderError
+from ..http.gate import Reach
+from .memory import browser_pss_mb
+from .visit import VIEWPORT, Rendered, Visit, short
+
+LAUNCH_ARGS = [
+    "--no-sandbox",  # we run as root in containers; the pages' scripts still run in a renderer process
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",  # containers have a tiny /dev/shm
+    "--mute-audio",
+    "--js-flags=--max-old-space-size=256",  # a runaway page script cannot take the machine's memory
+    "--renderer-process-limit=4",  # site isolation would start a renderer per site a page embeds
+    "--disable-extensions",
+    # a page kept for the back button would hold its memory until the context closes; Local
+    # Network Access would take a document our route fulfilled for a public one and refuse its
+    # loopback requests: which addresses a page may reach is our route's rule (`_Visit.route`)
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache,"
+    "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
+]
+RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
+MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+PAGE_MB = 300.0  # what a page in flight may add to MEMORY_MB: past both, the page is stopped (the 1 GB bound)
+MEMORY_POLL = 1.0  # seconds between two looks at the browser's memory during a page
+GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
+
+
+
+
+def memory_limit_mb() -> float:
+    """`MIRROR_BROWSER_MEMORY_MB` (0: no limit), else MEMORY_MB; ValueError if it is not a number of MB."""
+    text = os.environ.get("MIRROR_BROWSER_MEMORY_MB", "").strip()
+    if not text:
+        return MEMORY_MB
+    value = float(text)
+    if not value >= 0:  # negative or nan
+        raise ValueError(text)
+    return value
+
+
+class Renderer:
+    def __init__(
+        self,
+        chromium: str,
+        *,
+        tabs: int,
+        timeout: float,
+        user_agent: str,
+        headers: dict[str, str],
+        cookies: list[Cookie],
+        max_bytes: int,
+        memory_mb: float | None = None,
+        reach_of: Callable[[str], Awaitable[object]] | None = None,
+        private_hosts: frozenset[str] | None = None,
+    ):
+        """`memory_mb` defaults to `memory_limit_mb()`; `reach_of` says how private a URL's
+        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit.
+        `headers` (the user's --header values) go only to `private_hosts` (None: to every host)."""
+        self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
+        self.user_agent, self.headers, self.private_hosts = user_agent, headers, private_hosts
+        self.cookies = [_playwright_cookie(c) for c in cookies]
+        self.memory_mb = memory_limit_mb() if memory_mb is None else memory_mb
+        self.reach_of = reach_of
+        self.restarts = 0  # for memory or age, not counting crashes and hangs
+        self._tabs = asyncio.Semaphore(tabs)
+        self._lock = asyncio.Lock()
+        self._playwright = None
+        self._browser = None
+        self._rendered = 0
+        self._retire: str | None = None  # why the current browser is to be replaced once its tabs are done
+        self._using: Counter = Counter()  # browser -> renders in it now
+        self._released = asyncio.Condition()
+        self._unusable: str | None = None
+        self._over: dict[object, str] = {}  # browser -> why it was stopped for its memory
+
+    async def render(self, url: str, reach: Reach | None = None) -> Rendered:
+        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`.
+
+        With `reach`, the page's requests go only to addresses no more private than that (the
+        HTTP fetcher's rule for a page's resources); the others are refused and counted.
+        """
+        async with self._tabs:
+            result = Rendered(url=url, final_url=url)
+            if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
+                return result
+            try:
+                browser = await self._current()
+            except Exception as exc:  # noqa: BLE001
+                self._unusable = f"chromium did not start: {short(exc)}"
+                result.error, result.notes = RenderError.CRASH, [self._unusable]
+                return result
+            try:
+                await self._visit(browser, result, reach)
+            finally:
+                await self._release(browser, result)
+            return result
+
+    async def _watch_memory(self, browser) -> None:
+        """During a page: stop the browser once it passes `memory_mb` + PAGE_MB (canvases,
+        ArrayBuffers and workers are outside the script heap's limit, and a page can take
+        gigabytes between two checks at the page's end)."""
+        bound = max(self.memory_mb, MEMORY_MB) + PAGE_MB  # the 1 GB bound, or the user's limit and a page
+        while browser.is_connected():
+            await asyncio.sleep(MEMORY_POLL)
+            used = await asyncio.to_thread(browser_pss_mb, os.getpid())
+            if used > bound and browser.is_connected():
+                self._over[browser] = f"the browser passed {bound:g} MB ({used:.0f} MB) during this page (or another tab's); it was stopped"
+                await self._replace(browser)
+                return
+
+    async def _visit(self, browser, result: Rendered, reach: Reach | None) -> None:
+        context = None
+        watcher = asyncio.ensure_future(self._watch_memory(browser)) if self.memory_mb else None
+        try:
+            async with asyncio.timeout(self.timeout + GRACE):
+                context = await browser.new_context(
+                    user_agent=self.user_agent,
+                    # for every request; else they are added by the route, to the seed hosts only
+                    extra_http_headers=self.headers if self.private_hosts is None else None,
+                    viewport=VIEWPORT,
+                    accept_downloads=False,
+                    service_workers="block",  # their fetches would not be seen, so not captured
+                    permissions=[],
+                )
+                if self.cookies:
+                    await context.add_cookies(self.cookies)
+                visit = Visit(self, context, result)
+                guarded = reach is not None and self.reach_of is not None
+                if guarded or (self.headers and self.private_hosts is not None):
+                    await visit.route(reach if guarded else None)
+                await visit.run()
+        except TimeoutError:
+            result.error = RenderError.HUNG
+            result.notes.append(f"the browser did not answer within {self.timeout + GRACE:g} s; it was restarted")
+            await self._replace(browser)
+        except Exception as exc:  # noqa: BLE001 - a page must not end the run
+            if browser in self._over:
+                result.error = RenderError.MEMORY
+                result.notes.append(self._over[browser])
+            elif not browser.is_connected():
+                result.error = RenderError.CRASH
+                result.notes.append(f"the browser crashed ({short(exc)}); it was restarted")
+                await self._replace(browser)
+            else:
+                result.error = result.error or RenderError.FAILED
+                result.notes.append(short(exc))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            if browser in self._over and result.error != RenderError.MEMORY:  # stopped while the page went on
+                result.error, result.dom, result.screenshot, result.full_screenshot = RenderError.MEMORY, None, None, None
+                result.notes.append(self._over[browser])
+            if context is not None:
+                try:
+                    async with asyncio.timeout(10):
+                        await context.close()
+                except Exception:  # noqa: BLE001
+                    await self._replace(browser)
+
+    async def _current(self):
+        """The browser for the next render; one that is due for a restart is closed first, once
+        the renders still in it have ended (so a restart never cuts another tab's page short)."""
+        async with self._lock:
+            if self._browser is not None and not self._browser.is_connected():
+                await self._stop_browser()
+            if self._browser is not None and (self._retire or self._rendered >= RESTART_EVERY):
+                browser = self._browser
+                try:
+                    async with asyncio.timeout(self.timeout + GRACE + 10), self._released:
+                        await self._released.wait_for(lambda: not self._using[browser])
+                except TimeoutError:
+                    pass
+                if self._browser is browser:
+                    await self._stop_browser()
+                    self.restarts += 1
+            if self._browser is None:
+                if self._playwright is None:
+                    from playwright.async_api import async_playwright
+
+                    self._playwright = await async_playwright().start()
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000
+                )
+                self._rendered, self._retire = 0, None
+            self._rendered += 1
+            self._using[self._browser] += 1
+            return self._browser
+
+    async def _release(self, browser, result: Rendered) -> None:
+        """A render has ended: measure the browser's memory while it is between pages."""
+        async with self._released:
+            self._using[browser] -= 1
+            if self._using[browser] <= 0:
+                del self._using[browser]
+            self._released.notify_all()
+        if browser is self._browser and not self._retire and self.memory_mb:
+            used = await asyncio.to_thread(browser_pss_mb, os.getpid())
+            if used > self.memory_mb:
+                self._retire = f"{used:.0f} MB over the {self.memory_mb:g} MB limit"
+                result.notes.append(f"the browser took {self._retire}; it was restarted")
+
+    async def _replace(self, browser) -> None:
+        """After a crash or a hang: the next render gets a new browser (no lock: the render
+        that waits for this one to end may hold it)."""
+        if self._browser is browser:
+            await self._stop_browser()
+
+    async def _stop_browser(self) -> None:
+        browser, self._browser = self._browser, None
+        try:
+            async with asyncio.timeout(10):
+                await browser.close()
+        except Exception:  # noqa: BLE001 - a hung browser: stopping the driver takes it down
+            await self._stop_driver()
+
+    async def _stop_driver(self) -> None:
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            try:
+                async with asyncio.timeout(10):
+                    await playwright.stop()
+            except Exception:  # noqa: BLE001
+                pass
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._browser is not None:
+                await self._stop_browser()
+            await self._stop_driver()
+
+
+
+
+def _playwright_cookie(cookie: Cookie) -> dict:
+    """A cookies.txt cookie as Playwright takes it: still only for its own domain."""
+    return {
+        "name": cookie.name,
+        "value": cookie.value or "",
+        "domain": cookie.domain,
+        "path": cookie.path or "/",
+        "expires": float(cookie.expires) if cookie.expires else -1,
+        "secure": bool(cookie.secure),
+        "httpOnly": bool(cookie.has_nonstandard_attr("HttpOnly")),
+    }
+
+

@@ -1,0 +1,9 @@
+"""The `mirror` command (typer): `commands` holds the app and registers the commands, which
+parse options and call the library (`links`, `fetching`, `reading`, `serve`, sharing `_common`);
+`progress` is what `mirror fetch` shows while it runs."""
+
+from __future__ import annotations
+
+from .commands import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,221 @@
+"""`mirror fetch` and `mirror reindex`: the commands that write captures and the search index.
+`fetch` checks its options, reads the reading lists, runs the fetcher and tells what it did."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .._types import BrowserMode
+from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory
+
+if TYPE_CHECKING:
+    from ..fetch import FetchOptions, Summary
+    from ..seeds.documents import Inventory
+
+_BAD_IN_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")  # CR and LF would start another header
+
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+
+
+def _size(text: str | int) -> int:
+    """`50M`, `10MB`, `1.5GiB`, `500000`: a size in bytes, as people write it."""
+    if isinstance(text, int):  # the default
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]i?)?b?\s*", text, re.IGNORECASE)
+    if not match:
+        raise typer.BadParameter(f"{text!r} is not a size: write it as 50M, 10MB, 2GiB or a number of bytes")
+    size = int(float(match[1]) * _UNITS[(match[2] or "").lower()])
+    if size < 1:
+        raise typer.BadParameter(f"{text!r}: the limit must be at least one byte")
+    return size
+
+
+def fetch(
+    sources: Sources = None,
+    archive: ArchiveDir = Path("archive"),
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight overall.")] = 16,
+    per_host: Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")] = 2,
+    delay: Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")] = 1.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request: connect, headers and body.")] = 30.0,
+    max_bytes: Annotated[int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")] = 50_000_000,
+    retries: Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")] = 3,
+    timeout_retries: Annotated[int, typer.Option(min=0, help="Of those, retries after a timeout (each can wait --timeout again).")] = 1,
+    backoff: Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")] = 1.0,
+    user_agent: Annotated[str | None, typer.Option(help="User-Agent header.", show_default="a browser-like one naming mirror")] = None,
+    header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")] = None,
+    header_all_hosts: Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")] = False,
+    allow_private: Annotated[bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")] = False,
+    cookies: Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
+    all_pending: Annotated[bool, typer.Option("--all-pending", help="With sources given: also fetch what earlier lists left pending.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
+    wayback: Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")] = False,
+    wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
+    images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
+    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
+    browser: Annotated[
+        BrowserMode,
+        typer.Option(
+            envvar="MIRROR_BROWSER",
+            case_sensitive=False,
+            help="Render pages in chromium: auto (pages without text, app shells, JavaScript challenges), always (every HTML page), never.",
+        ),
+    ] = BrowserMode.AUTO,
+    chromium: Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")] = None,
+    browser_tabs: Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:
+    those the lists given link, or, without sources, every pending page a list read before links
+    (seeds/'s, other files', URLs given on the command line).
+
+    Examples: mirror fetch (seeds/, and what is pending); mirror fetch mylist.md (its pages only);
+    mirror fetch https://example.com/post; mirror fetch --retry-failed (try failed pages again).
+    """
+    given = dict(locals())  # the options as typer converted them, by name
+    options = _options(given)
+    inventory = read_inventory(sources)
+    # given sources, the pages they link; else every page some list links
+    only = None if not sources or all_pending else {link.url for link in inventory.links if not link.skip_reason}
+    summary = _run(archive, options, inventory, only)
+    if as_json:
+        print_json(summary.as_dict())
+    else:
+        _tell(summary, inventory, sources, all_pending)
+
+
+def _options(given: dict) -> FetchOptions:
+    """The fetcher's options from the command's, as typer converted them, by name; one it
+    cannot take (a header, the browser, the cookies file, MIRROR_NAMESERVERS) ends the command (exit 2)."""
+    from .. import fetch as fetching
+
+    headers = _headers(given["header"], given["user_agent"])
+    mode, chromium_path = _browser(given["browser"], given["chromium"])
+    # every option of this command that FetchOptions knows, by name; the rest are checked here
+    fields = {f.name for f in dataclasses.fields(fetching.FetchOptions)}
+    options = fetching.FetchOptions(
+        **{name: value for name, value in given.items() if name in fields},
+    )
+    options.user_agent = given["user_agent"] or fetching.DEFAULT_USER_AGENT
+    options.headers, options.browser, options.chromium = headers, mode, chromium_path
+    cookies = given["cookies"]
+    if cookies is not None and not cookies.is_file():
+        fail(f"{cookies}: no such cookies file", code=2)
+    from ..http.resolver import nameservers_from_env
+
+    try:
+        nameservers_from_env()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    return options
+
+
+def _headers(header: list[str] | None, user_agent: str | None) -> dict[str, str]:
+    """--header 'Name: value' options as headers; --user-agent checked the same way."""
+    headers = {}
+    for item in header or []:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            fail(f"--header {item!r}: expected 'Name: value'", code=2)
+        if _BAD_IN_HEADER.search(item):
+            fail(f"--header {item!r}: a header cannot hold line breaks or control characters", code=2)
+        headers[name.strip()] = value.strip()
+    if user_agent is not None and _BAD_IN_HEADER.search(user_agent):
+        fail(f"--user-agent {user_agent!r}: a header cannot hold line breaks or control characters", code=2)
+    return headers
+
+
+def _browser(browser: BrowserMode, chromium: str | None) -> tuple[BrowserMode, str | None]:
+    """The browser mode and the chromium the run renders with; without one, `auto` goes on over HTTP."""
+    from ..browser.rendering import find_chromium, resolve
+
+    if chromium and find_chromium(chromium) is None:
+        fail(f"--chromium {chromium}: not an executable chromium", code=2)
+    mode, chromium_path, no_browser = resolve(browser, chromium)
+    if no_browser and browser != BrowserMode.AUTO:
+        fail(f"--browser {browser}: {no_browser}", code=2)
+    if no_browser:
+        err.print(f"[yellow]no browser:[/] {no_browser}; pages that need JavaScript are kept as plain HTTP captures")
+    return mode, chromium_path
+
+
+def _run(archive: Path, options: FetchOptions, inventory: Inventory, only: set[str] | None) -> Summary:
+    """The inventory recorded and its pages fetched, with a progress display; Ctrl-C keeps what is done (exit 130)."""
+    from .. import fetch as fetching
+    from .progress import FetchReporter
+
+    reporter = FetchReporter(err.get())
+    try:
+        with open_archive(archive, create=True, lock=True, cleanup=reporter.stop) as store:
+            store.record_inventory(inventory)
+            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, only=only)
+    except fetching.FetchError as exc:
+        reporter.stop()
+        fail(str(exc), code=2)
+    except KeyboardInterrupt:
+        reporter.stop()
+        err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
+        raise typer.Exit(130) from None
+    reporter.stop()
+    return summary
+
+
+def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all_pending: bool) -> None:
+    """What the run did, on stderr: a table of pages, or why there was nothing to do."""
+    if summary.left_pending:
+        from ..http.health import OFFLINE_HINT
+
+        err.print(f"[red]{OFFLINE_HINT}[/]; {summary.left_pending} pages left pending: the next `mirror fetch` tries them")
+    elif summary.total == 0 and not summary.images_resumed:
+        if inventory.links:  # (a list without links has said so already)
+            err.print(_nothing_to_fetch(sources, all_pending, inventory))
+    elif summary.total == 0:  # images only: the first line said whose; no empty table of pages
+        if summary.deferred:
+            err.print(f"{summary.deferred} images deferred to the next run (their host names had no answer yet)")
+    else:
+        from .progress import summary_table
+
+        err.print(summary_table(summary))
+        if note := _skipped_note(inventory):
+            err.print(note[2:])
+
+
+def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: Inventory) -> str:
+    pages = len({link.url for link in inventory.links if not link.skip_reason})
+    if not pages:
+        return f"nothing to fetch: no web page among the {len(inventory.links)} links read{_skipped_note(inventory)}"
+    which = "the reading lists link"
+    if sources and not all_pending:
+        which = "this reading list links" if len(sources) == 1 and "://" not in sources[0] else "these sources link"
+    return (f"nothing to fetch: every page {which} ({pages}) was fetched before "
+            f"(--retry-failed tries the failed ones again, --refresh re-checks them all){_skipped_note(inventory)}")
+
+
+def _skipped_note(inventory: Inventory) -> str:
+    """The links a run does not fetch, and why, in a few words."""
+    skipped = [link for link in inventory.links if link.skip_reason]
+    if not skipped:
+        return ""
+    return f"; {len(skipped)} links are not web pages and are skipped (`mirror links` lists them with the reason)"
+
+
+def reindex(
+    archive: ArchiveDir = Path("archive"),
+    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
+    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
+) -> None:
+    """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
+    from ..store.reindex import reindex as run_reindex
+
+    with open_archive(archive, lock=True) as store:
+        counts = run_reindex(store, workers=workers, extract_timeout=extract_timeout)
+    due = counts.pop("with images to fetch", 0)
+    err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
+    if due:
+        err.print(f"{due} articles now show images not archived yet: the next `mirror fetch` fetches them")

@@ -1,0 +1,28 @@
+"""Captured bytes -> article: text, Markdown and metadata (trafilatura, pypdf), in worker processes.
+
+    article          extract(): the article of a page, a PDF or plain text
+    markdown         the article as Markdown and as plain text, from trafilatura's trees
+    figures          where each picture goes in the tree trafilatura reads
+    images           which picture an <img> shows
+    css              what stylesheets and pages load, read without fetching
+    charset, sniff   what the bytes are when the headers do not say
+    xpath_prefilter  trafilatura's regex XPath predicates decided once per page
+    pool             the extraction processes
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .article import count_words, decode_html, extract, extract_capture
+    from .pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
+
+__all__ = ["EXTRACT_TIMEOUT", "count_words", "decode_html", "extract", "extract_capture", "extraction_pool", "safe_extract"]
+
+__getattr__ = lazy_exports(__name__, {
+    "count_words": ".article", "decode_html": ".article", "extract": ".article", "extract_capture": ".article",
+    "EXTRACT_TIMEOUT": ".pool", "extraction_pool": ".pool", "safe_extract": ".pool",
+})

@@ -1,0 +1,394 @@
+"""Captured bytes -> article: text, Markdown and metadata (trafilatura, pypdf).
+
+Runs in worker processes: `extract_capture` reads its record from the WARC
+file itself, so only a file offset crosses the process boundary.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import re
+from pathlib import Path
+
+from .._types import Extraction, PageStatus, WarcLocation
+from .._util.segment import index_values
+from .._util.text import decode
+from ..warc import read_payload
+from .charset import legacy_chinese
+from .css import tree_requisites
+from .figures import mark_images
+from .images import document_base
+from .markdown import flatten_inline_code, render_article
+from .sniff import sniff
+from .xpath_prefilter import guard_regex_tests, page_attributes
+
+__all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture"]
+
+MIN_WORDS = 30  # fewer than this and a page has no article to read
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+_WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
+# labels read with a superset's decoder, as the WHATWG Encoding Standard reads them
+_WHATWG = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "big5": "big5hkscs", "x-euc-tw": "big5hkscs"}
+_HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
+
+logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+
+
+def _widen_regex_cache(size: int = 10_000) -> None:
+    """dateparser (htmldate's date parsing) compiles more patterns per page than the
+    `regex` module's 500-entry cache holds, so every page recompiled them: about 30% of
+    extraction time. A larger cache is kept for the life of the worker."""
+    try:
+        import regex._main as regex_main
+
+        regex_main._MAXCACHE = max(regex_main._MAXCACHE, size)
+    except (ImportError, AttributeError):
+        pass
+
+
+_widen_regex_cache()
+
+DATE_LANGUAGES = ["en", "zh", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "nl"]
+
+
+def _narrow_date_parser() -> None:
+    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of
+    its ~200 locales applicable, and dateparser then tests each locale on each string:
+    more than half of all extraction time. Limited to the languages of the pages we read,
+    the dates found on 230 corpus pages are the same (bench/RESULTS.md) at a fraction of
+    the cost. Numeric and ISO dates never reach dateparser."""
+    try:
+        from functools import lru_cache
+
+        import htmldate.extractors as extractors
+
+        default = extractors.get_external_parser
+
+        @lru_cache(maxsize=None)
+        def narrowed():
+            from dateparser import DateDataParser
+
+            parser = default()
+            settings = getattr(parser, "_settings", None)  # htmldate's own settings, kept
+            return DateDataParser(languages=DATE_LANGUAGES, settings=settings) if settings else parser
+
+        extractors.get_external_parser = narrowed
+    except (ImportError, AttributeError):
+        pass
+
+
+_narrow_date_parser()
+
+
+def _plain_element_lookup() -> None:
+    """lxml.html picks each element's Python class (FormElement, InputElement, ...) in a
+    Python method called every time trafilatura touches an element (~9% of a profile of
+    extraction). trafilatura's parser gets lxml's C lookup instead, with the same HtmlElement
+    class (text_content, drop_tree, ...) for every element; neither trafilatura, justext nor
+    htmldate use the form classes. The articles are identical on all 544 corpus pages."""
+    try:
+        from lxml import etree, html
+        from trafilatura.utils import HTML_PARSER
+
+        lookup = etree.ElementDefaultClassLookup(
+            element=html.HtmlElement, comment=html.HtmlComment, pi=html.HtmlProcessingInstruction, entity=html.HtmlEntity
+        )
+        HTML_PARSER.set_element_class_lookup(lookup)
+    except (ImportError, AttributeError):
+        pass
+
+
+_plain_element_lookup()
+
+
+def _guard_regex_tests() -> None:
+    """trafilatura's `re:test()` predicates, decided once per page where no class or id of
+    the page can match them (`_xpath_prefilter`): the same nodes, ~8% less extraction time."""
+    import sys
+
+    import trafilatura  # noqa: F401 - loads the modules that hold its expressions
+
+    guard_regex_tests(*(module for name, module in list(sys.modules.items()) if name.startswith("trafilatura.")))
+
+
+_guard_regex_tests()
+
+
+def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str, stylesheets: bool = False) -> Extraction:
+    """Extract the response record at `location` (what a pool worker runs)."""
+    headers, body = read_payload(Path(archive_dir), location)
+    return extract(body, url, headers.get_header("Content-Type"), stylesheets)
+
+
+def extract_plain_capture(archive_dir: str | Path, location: WarcLocation) -> Extraction:
+    """The plain text of the page at `location`, in time linear in its size: what a page
+    whose extraction ran past its deadline keeps (see `_pool.safe_extract`). Boilerplate
+    and all; no Markdown beyond the text, no images."""
+    headers, body = read_payload(Path(archive_dir), location)
+    content_type = headers.get_header("Content-Type")
+    if sniff(body, content_type) != "html":
+        return Extraction(status=PageStatus.NO_TEXT, kind="other")
+    from lxml.html import HtmlElement
+    from trafilatura.utils import load_html
+
+    html = decode_html(body, content_type)
+    tree = load_html(html)
+    if tree is None:
+        return Extraction(status=PageStatus.NO_TEXT, kind="html", title=_html_title(html))
+    for element in [e for e in tree.iter(*_NOT_TEXT) if isinstance(e, HtmlElement)]:
+        element.drop_tree()
+    for element in tree.iter(*_BLOCKS):  # each block on a line of its own
+        element.tail = "\n" + (element.tail or "")
+    lines = (" ".join(line.split()) for line in tree.text_content().splitlines())
+    text = "\n".join(line for line in lines if line)
+    result = Extraction(status=PageStatus.ARCHIVED, kind="html", title=_html_title(html), text=text, markdown=text, language=_language(html, text))
+    return _finish(result)
+
+
+_NOT_TEXT = ("script", "style", "noscript", "template", "head", "svg", "math")
+_BLOCKS = ("p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "section", "article", "table", "dd", "dt")
+
+
+def extract(body: bytes, url: str, content_type: str | None = None, stylesheets: bool = False) -> Extraction:
+    """The article in a capture; with `stylesheets`, also what an HTML page's CSS needs
+    fetched (`Extraction.stylesheets`), from the same parse."""
+    kind = sniff(body, content_type)
+    if kind == "pdf":
+        return _extract_pdf(body)
+    if kind == "text":
+        text = decode_html(body, content_type).strip()
+        return _finish(Extraction(status=PageStatus.ARCHIVED, kind="text", text=text, markdown=text))
+    if kind == "html":
+        return _extract_html(body, url, content_type, stylesheets)
+    return Extraction(status=PageStatus.NO_TEXT, kind="other")
+
+
+def decode_html(body: bytes, content_type: str | None = None) -> str:
+    """Decode without mojibake: UTF-8 if valid, else the declared charset, else detection.
+
+    Headers and <meta charset> are often wrong (UTF-8 bytes labelled gb2312,
+    GBK bytes labelled UTF-8, a server's default ISO-8859-1 on a GB2312 page), so a
+    declaration only counts if it decodes the bytes cleanly, and a Western
+    single-byte one (which decodes anything) yields to bytes that read as
+    Chinese. GB2312 and GBK are read as their superset GB18030. A declared legacy charset
+    whose bytes hold a few bad sequences (one in 2,000 bytes at most) is read with it, the bad
+    bytes replaced, as browsers show the page: never by switching to another encoding.
+    """
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    declared = []
+    if content_type and "charset=" in content_type.lower():
+        declared.append(content_type.lower().split("charset=")[-1].split(";")[0].strip(" \"'"))
+    match = _META_CHARSET.search(body[:4096])
+    if match:
+        declared.append(match[1].decode("ascii", "ignore").lower())
+    for charset in declared:
+        charset = _WHATWG.get(charset, charset)
+        if charset.replace("_", "-") in _WESTERN:
+            continue
+        text = decode(body, charset)
+        if text is not None:
+            return text
+    chinese = legacy_chinese(body)
+    if chinese is not None:
+        return chinese
+    for charset in declared:
+        text = decode(body, charset)
+        if text is not None:
+            return text
+    for charset in declared:  # a declared legacy charset with a few bad byte sequences: as browsers show it
+        charset = _WHATWG.get(charset, charset)
+        if charset.replace("_", "-") in _WESTERN or charset.replace("_", "-") in ("utf-8", "utf8"):
+            continue
+        text = decode(body, charset, "replace")
+        if text is not None and text.count("\ufffd") <= max(8, len(body) // 2000):
+            return text
+    from trafilatura.utils import decode_file
+
+    return decode_file(body)
+
+
+def count_words(text: str) -> int:
+    """Han, kana and Hangul characters each count as a word; Latin words as one."""
+    return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
+
+
+def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: bool = False) -> Extraction:
+    """`text`, `markdown` and metadata from one trafilatura pass: its default content
+    choice (tables, comments, fallback extractors) with links and formatting kept.
+
+    `text` is that article made plain (links and emphasis unwrapped, their words kept);
+    `markdown` keeps them, and the images the article holds, from a marker each <img> left
+    in the tree (trafilatura's own `images` option widens the article to figure blocks).
+    One pass instead of a plain one plus a Markdown one: on the corpus the text scores the
+    same against ground truth (bench/quality.py) at about two thirds of the CPU
+    (bench/extract_cost.py). Metadata is found on the tree before it is marked.
+    """
+    from trafilatura import bare_extraction, extract_metadata
+    from trafilatura.settings import Document
+    from trafilatura.utils import load_html
+
+    html = decode_html(body, content_type)
+    tree = load_html(html)
+    document = meta = None
+    requisites: list[str] = []
+    base = url
+    declared = None
+    if tree is not None:
+        base = document_base(tree, url)
+        declared = _declared_canonical(tree)
+        if stylesheets:  # before extraction alters the tree
+            requisites = tree_requisites(tree, url)
+        options = _options()
+        with page_attributes(tree):
+            try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
+                meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
+            except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
+                meta = None
+            try:
+                marked = mark_images(tree, html)
+            except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
+                tree, marked = load_html(html), []
+            flatten_inline_code(tree)
+            try:
+                document = bare_extraction(tree, options=options)  # works on a copy of the tree
+            except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
+                document = None
+    has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
+    if not has_text:
+        return Extraction(
+            status="no_text",
+            kind="html",
+            title=getattr(meta, "title", None) or _html_title(html),
+            description=getattr(meta, "description", None),
+            sitename=getattr(meta, "sitename", None),
+            language=_language(html, ""),
+            stylesheets=requisites,
+        )
+    text, markdown, images = render_article(document.body, document.commentsbody, marked, base)
+    document = meta if meta is not None else Document()
+    tags = [*(document.tags or []), *(document.categories or [])]
+    result = Extraction(
+        status="archived",
+        kind="html",
+        title=document.title or _html_title(html),
+        author=document.author,
+        date=document.date,
+        sitename=document.sitename,
+        description=document.description,
+        language=_language(html, text),
+        tags=", ".join(dict.fromkeys(t for t in tags if t)) or None,
+        text=text,
+        markdown=markdown,
+        images=images,
+        stylesheets=requisites,
+        canonical=_canonical(declared or getattr(meta, "url", None), url, base),
+    )
+    return _finish(result)
+
+
+def _declared_canonical(tree) -> str | None:
+    """`<link rel="canonical" href>` as written (trafilatura's metadata drops a relative one)."""
+    for link in tree.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split() and (link.get("href") or "").strip():
+            return link.get("href")
+    return None
+
+
+def _canonical(declared: str | None, url: str, base: str | None = None) -> str | None:
+    """The page's own URL as it declares it (relative to the page's, as browsers read it),
+    normalized; None when it is the URL it came from, or not a web address."""
+    from urllib.parse import urljoin
+
+    from ..seeds.urls import normalize
+
+    try:
+        absolute = urljoin(base or url, declared.strip()) if declared else ""
+        if not absolute.startswith(("http://", "https://")):
+            return None
+        canonical = normalize(absolute)
+    except ValueError:
+        return None
+    return None if canonical in (url, normalize(url)) else canonical
+
+
+@functools.cache
+def _options():
+    """trafilatura's defaults (tables, comments, fallbacks) plus links and formatting; no
+    URL, so that it does not resolve every link of the page (`render_article` resolves those
+    of the article): the URL serves nothing else once metadata is found. Made once per
+    process (reading trafilatura's settings costs ~0.5 ms); extraction never changes it."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(formatting=True, links=True, tables=True, comments=True, output_format="txt")
+
+
+def _extract_pdf(body: bytes) -> Extraction:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(body))
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = reader.metadata or {}
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError):
+        return Extraction(status=PageStatus.NO_TEXT, kind="pdf")
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    title = (getattr(info, "title", None) or "").strip() or first_line
+    result = Extraction(
+        status=PageStatus.ARCHIVED,
+        kind="pdf",
+        title=title,
+        author=(getattr(info, "author", None) or "").strip() or None,
+        text=text,
+        markdown=text,
+        language=_language("", text),
+    )
+    return _finish(result)
+
+
+def clean_text(value: str | None) -> str | None:
+    """Drop terminal control characters (an archived page must not drive the reader's
+    terminal); keep newlines and tabs, and make every line break a newline."""
+    if value is None:
+        return None
+    return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _finish(result: Extraction) -> Extraction:
+    for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
+        setattr(result, name, clean_text(getattr(result, name)))
+    result.word_count = count_words(result.text or "")
+    result.status = PageStatus.NO_TEXT if result.word_count < MIN_WORDS else PageStatus(result.status)
+    if result.status == PageStatus.ARCHIVED:  # segmented here, in the worker, not by the writer
+        result.search_index = index_values(result.title, result.text, result.author, result.sitename)
+    return result
+
+
+def _language(html: str, text: str) -> str | None:
+    if text:
+        sample = text[:5000]
+        cjk = len(_CJK.findall(sample))
+        if cjk >= 10 and cjk >= 0.1 * len("".join(sample.split())):
+            return "ja" if len(_KANA.findall(sample)) > cjk * 0.1 else "zh"
+    match = _HTML_LANG.search(html[:4096])
+    if match:
+        return match[1].lower()
+    if text and len(_LATIN_WORD.findall(text[:5000])) >= 20:
+        return "en"
+    return None
+
+
+def _html_title(html: str) -> str | None:
+    match = re.search(r"<title[^>]*>(.*?)</title>", html[:20000], re.I | re.S)
+    return " ".join(match[1].split()) or None if match else None

@@ -1,0 +1,130 @@
+"""The extraction processes: trafilatura's CPU work, away from the fetcher's event loop."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+
+from .._types import Extraction, PageStatus, WarcLocation
+
+__all__ = ["EXTRACT_TIMEOUT", "extraction_pool", "run_extraction", "safe_extract"]
+
+
+def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    """Worker processes for trafilatura.
+
+    Spawned, not forked: the fetcher has threads (DNS lookups) that a fork
+    could catch holding a lock. Each worker watches its parent and leaves
+    when it is gone, so a kill -9 of `mirror fetch` leaves no orphans.
+    A spawned worker starts as `python -c …`, which puts the working folder first on
+    its path: a `pickle.py` in a cloned reading-list repository would run as code.
+    PYTHONSAFEPATH (Python 3.11's `-P`) keeps it off.
+    """
+    os.environ["PYTHONSAFEPATH"] = "1"
+    return _QuietPool(
+        max_workers=workers or os.cpu_count() or 1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with,
+        initargs=(os.getpid(),),
+    )
+
+
+class _QuietPool(ProcessPoolExecutor):
+    """Workers that ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and a
+    worker would print its KeyboardInterrupt traceback over the clean line `mirror fetch` prints.
+    The parent stops them itself. A process started while SIGINT is ignored keeps ignoring
+    it (Python installs its own handler only where the parent left the default), from its
+    first import on, so the parent ignores it for the moment it starts one."""
+
+    def _spawn_process(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return super()._spawn_process()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            super()._spawn_process()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _exit_with(parent: int) -> None:
+    """In a worker: leave as soon as `mirror fetch` is gone (kill -9 leaves no orphans); Ctrl-C
+    is the parent's to handle (a worker started by the pool's own thread did not inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:  # a dead parent's children are adopted at once, even before it is reaped
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+def run_extraction(archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False) -> Extraction:
+    """`extract.extract_capture`, imported in the worker: the fetching process never loads
+    trafilatura (~0.4 s of CPU)."""
+    from .article import extract_capture
+
+    return extract_capture(archive_dir, location, url, stylesheets)
+
+
+EXTRACT_TIMEOUT = 30.0  # seconds for one page's extraction (a page of the web takes ~0.05)
+
+
+class _Deadline(BaseException):
+    """An extraction ran past its deadline. A BaseException: no `except Exception` of
+    trafilatura's or ours may swallow it."""
+
+
+@contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise _Deadline in this thread after `seconds` (an interval timer: the worker runs its
+    tasks in its main thread, and Python code is interrupted between two bytecodes).
+    Elsewhere than a process's main thread, no deadline."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame) -> None:
+        raise _Deadline
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def safe_extract(archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False, timeout: float | None = EXTRACT_TIMEOUT) -> Extraction:
+    """Extraction never takes the run down: a failure is a page without text, with a note.
+
+    trafilatura is roughly quadratic on pages of many small blocks (a few MB of them take
+    minutes): past `timeout` seconds, the page's plain text is its article instead
+    (`extract.extract_plain`, linear), with a note saying so."""
+    try:
+        with _deadline(timeout):
+            return run_extraction(archive_dir, location, url, stylesheets)
+    except _Deadline:
+        note = f"the full extraction took longer than {timeout:g} s; the article is the page's plain text"
+        try:
+            with _deadline(timeout):
+                from .article import extract_plain_capture
+
+                result = extract_plain_capture(archive_dir, location)
+        except _Deadline:
+            result = Extraction(status=PageStatus.NO_TEXT, kind="html")
+            note = f"extraction took longer than {timeout:g} s, and so did reading the page's plain text"
+        except Exception as exc:  # noqa: BLE001
+            result = Extraction(status=PageStatus.NO_TEXT, kind="html")
+            note += f" (which failed: {type(exc).__name__}: {exc})"
+        result.note = note
+        return result
+    except Exception as exc:  # noqa: BLE001
+        return Extraction(status=PageStatus.NO_TEXT, kind="other", note=f"extraction failed: {type(exc).__name__}: {str(exc)[:300]}")

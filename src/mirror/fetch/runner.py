@@ -1,0 +1,292 @@
+"""Polite, concurrent, resumable fetching of every pending page into WARC.
+
+`run` picks the pages to fetch from the archive, fetches them with retries,
+glued-URL repairs and an optional Wayback fallback, and records each page as
+soon as it is done, so an interrupted run loses nothing it finished. The
+browser pass follows, for the pages that need JavaScript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from http.cookiejar import CookieJar
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .. import warc
+from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason
+from .._util.faults import crash_point
+from ..browser import render_pass
+from ..extract.pool import extraction_pool, safe_extract
+from ..http.client import Client
+from ..http.gate import Budget
+from ..store import Archive
+from . import requisites
+from .options import FetchOptions, load_cookies
+from .pages import fetch_page, internal_failure, page_reach
+from .recovery import recover
+from .resources import MAX_IMAGES, Seen, fetch_images, resources_tail
+from .summary import Summary, outcome_of
+
+__all__ = ["run"]
+
+PageHook = Callable[[PageResult, Summary], None]
+RenderHook = Callable[[str, str, Summary], None]
+
+
+def run(
+    archive: Archive,
+    options: FetchOptions,
+    on_page: PageHook | None = None,
+    on_start: Callable[[Summary], None] | None = None,
+    on_render: RenderHook | None = None,
+    only: Iterable[str] | None = None,
+) -> Summary:
+    """Fetch the archive's pending pages (more with retry_failed / refresh): those among
+    `only` (the pages the sources given link), else those some reading list links.
+
+    The caller holds the archive lock. Raises KeyboardInterrupt after a clean
+    stop on Ctrl-C; everything finished before it is committed. A run that finds the network
+    down leaves the pages it could not look up pending (`Summary.left_pending`).
+    """
+    cookies = load_cookies(options.cookies) if options.cookies else None
+    summary = Summary()
+    suspects = archive.unclosed_warcs()
+    summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]
+    only = None if only is None else set(only)
+    pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh, only=only)
+    summary.total = len(pages)
+    # what a crashed run captured is recorded whichever lists this run reads (its files are closed after)
+    recoverable = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh) if suspects and only is not None else pages
+    missing_images = archive.pages_missing_images(only) if options.images else []
+    summary.images_resumed = len(missing_images)
+    if on_start:
+        on_start(summary)
+    started = time.monotonic()
+    fetching = _Run(archive, options, cookies, summary, pages, on_page, on_render)
+    try:
+        asyncio.run(fetching.all(suspects, recoverable, missing_images))
+    finally:
+        summary.elapsed = time.monotonic() - started
+    return summary
+
+
+class _Run:
+    """One run's fetch: its client, writer and extraction pool, and what it has counted so far."""
+
+    def __init__(self, archive: Archive, options: FetchOptions, cookies: CookieJar | None, summary: Summary,
+                 pages: list[PageToFetch], on_page: PageHook | None, on_render: RenderHook | None):
+        self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
+        self.on_page, self.on_render = on_page, on_render
+        self.pool = extraction_pool(options.workers)
+        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
+        self.client = _client(self.writer, options, cookies, pages, archive)
+        summary.in_flight = self.client.in_flight  # the progress display shows the slowest
+        self.resources = Budget(
+            timeout=min(options.timeout, options.resource_timeout),
+            retries=min(options.retries, options.resource_retries),
+            concurrency=options.resource_concurrency or options.concurrency,
+            backoff=min(options.backoff, 1.0),
+        )
+        self.page_tasks: list[asyncio.Task] = []
+        self.image_tasks: list[asyncio.Task] = []
+        self.unresolved: list[str] = []  # pages whose host name did not resolve in this run
+        self.not_archived: dict[str, tuple[Outcome, str | None]] = {}  # counts the browser pass may change
+        self.counted: dict[str, Outcome] = {}  # this run's pages, as counted in the summary
+        self.seen = Seen(archive.archived_resource_urls() if options.images else set())
+
+    async def all(self, suspects: list[Path], recoverable: list[PageToFetch], missing_images: list) -> None:
+        """Recover, fetch every page, finish their resources, render; whatever ends it, end cleanly."""
+        finished = False
+        try:
+            recovered = await self.recovered(suspects, recoverable)
+            self.page_tasks += [asyncio.create_task(self.page(page)) for page in self.pages if page.url not in recovered]
+            self.record_recovered(recoverable, recovered)
+            # images an interrupted run did not finish, or that a re-extraction found
+            self.image_tasks.extend(asyncio.create_task(self.page_resources(*m)) for m in missing_images)
+            await asyncio.gather(*self.page_tasks)
+            grace = min(self.options.tail_grace, self.resources.timeout)
+            self.summary.tail_seconds = await resources_tail(self.client, self.image_tasks, self.page_tasks, grace)
+            if self.options.browser != "never":  # pages that need JavaScript, after every HTTP capture
+                await self.render()
+            finished = True
+        finally:
+            await self.stop_tasks()
+            self.record_the_network()
+            self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
+            await self.client.aclose()
+            if finished:  # else the next run checks the files and recovers what they hold
+                self.close_warcs()
+
+    async def recovered(self, suspects: list[Path], recoverable: list[PageToFetch]) -> dict[str, tuple[PageResult, Extraction | None]]:
+        """What a crashed run captured but never recorded, by page."""
+        found = await recover(self.archive, suspects, recoverable, self.extract)
+        self.archive.mark_warcs_closed([p.name for p in suspects])
+        return {page.url: (PageResult(page.url, final, [final]), article) for page, final, article in found}
+
+    def record_recovered(self, recoverable: list[PageToFetch], recovered: dict[str, tuple[PageResult, Extraction | None]]) -> None:
+        wanted = {page.url for page in self.pages}
+        self.summary.total += sum(1 for url in recovered if url not in wanted)  # other lists' pages a crashed run had fetched
+        for page in recoverable:
+            if page.url in recovered:
+                self.done(page, *recovered[page.url])
+                self.summary.recovered += 1
+
+    async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
+        """The article of a capture, extracted in another process while fetching goes on here."""
+        o = self.options
+        return await asyncio.get_running_loop().run_in_executor(
+            self.pool, safe_extract, str(self.archive.path), location, url, o.images, o.extract_timeout)
+
+    async def page(self, page: PageToFetch) -> None:
+        try:
+            result = await fetch_page(self.client, page, self.options)
+            article = None
+            crash_point("capture")
+            if result.ok and result.final.status != 304 and result.final.location:
+                pending = self.extract(result.final.location, result.final.final_url)
+                crash_point("extract")
+                article = await pending
+        except (asyncio.CancelledError, OSError, sqlite3.Error):
+            raise  # a stop, or storage failing: the run ends with a clear message
+        except Exception as exc:  # noqa: BLE001 - one page must never end the run
+            result, article = internal_failure(page.url, exc), None
+        self.done(page, result, article)
+
+    def done(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
+        """Record a page's fetch, count it, and start on its resources."""
+        recorded = self.archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
+        if result.final.error == Reason.DNS and not page.has_capture:
+            self.unresolved.append(page.url)  # pending again if the run finds the network down
+        result.extraction = article
+        self.count(page, result, PageStatus.DUPLICATE if recorded == PageStatus.DUPLICATE else None)
+        if self.on_page:
+            self.on_page(result, self.summary)
+        if self.options.images and article is not None and recorded == PageStatus.ARCHIVED:
+            # in a task of its own: a page's status never waits for its images
+            task = self.page_resources(page.url, result.final.final_url, article.images, article.stylesheets)
+            self.image_tasks.append(asyncio.create_task(task))
+
+    def count(self, page: PageToFetch, result: PageResult, recorded: PageStatus | None) -> None:
+        summary = self.summary
+        summary.done += 1
+        outcome = Outcome.DUPLICATE if recorded == PageStatus.DUPLICATE else outcome_of(result, page)
+        summary.statuses[outcome] += 1
+        self.counted[page.url] = outcome
+        self.changed_by_others()
+        if outcome != Outcome.ARCHIVED:
+            self.not_archived[page.url] = (outcome, None if result.ok else result.final.error or "unknown")
+        if not result.ok:
+            summary.errors[result.final.error or "unknown"] += 1
+            host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
+            if host in self.client.down:
+                summary.count_down_host(host, self.client.down[host].error or "")
+        summary.host_seconds[urlsplit(page.url).netloc].append(result.final.server_seconds)
+
+    def changed_by_others(self) -> None:
+        """Pages of this run that a later page made a duplicate (it is their article's own address),
+        or made the original again (theirs stopped being an article): counted as they now are."""
+        for urls, now in ((self.archive.adopted, Outcome.DUPLICATE), (self.archive.released, Outcome.ARCHIVED)):
+            for url in urls:
+                if url in self.counted and self.counted[url] != now:
+                    self.summary.recount(self.counted[url], None, now)
+                    self.counted[url] = now
+            urls.clear()
+
+    async def page_resources(self, url: str, final_url: str, found: list[str], stylesheets: list[str] | None = None) -> None:
+        """A page's images and what its stylesheets load, recorded together at the end."""
+        fetched: dict[str, Exchange] = {}
+        archive = self.archive
+        try:
+            reach = await page_reach(self.client, final_url, self.options)
+
+            async def fetch(urls: list[str]) -> None:
+                for exchange in await fetch_images(self.client, self.resources, urls, reach, self.seen):
+                    fetched[exchange.url] = exchange
+
+            async def stylesheet(css: str) -> str | None:
+                exchange = fetched.get(css)
+                if exchange is None:  # archived before, for another page
+                    return await requisites.captured_css(archive.path, archive.db, css)
+                return await requisites.css_text(archive.path, exchange.location, exchange.content_type, css) if exchange.ok else None
+
+            wanted = list(dict.fromkeys(found))
+            for extra in wanted[MAX_IMAGES:]:  # a thousand hosts for one page would hold a thousand sockets
+                if extra not in self.seen.archived:
+                    fetched[extra] = Exchange(url=extra, final_url=extra, error=Reason.TOO_MANY,
+                                              message=f"the page shows more than {MAX_IMAGES} images: the rest are not fetched")
+            await fetch(wanted[:MAX_IMAGES])
+            if stylesheets:  # and what they load, so that the snapshot looks like the page
+                await requisites.capture(stylesheets, fetch, stylesheet)
+        except (asyncio.CancelledError, OSError, sqlite3.Error):
+            raise
+        except Exception:  # noqa: BLE001 - images are best effort; the page is saved
+            pass
+        archive.record_resources(url, list(fetched.values()))
+
+    async def render(self) -> None:
+        """The browser pass; a challenge the browser got past is counted as archived."""
+        def rendered(url: str, outcome: str, status: PageStatus | None) -> None:
+            if status is not None and url in self.not_archived:
+                self.summary.recount(*self.not_archived.pop(url), Outcome(status))
+                self.counted[url] = Outcome(status)
+            self.changed_by_others()
+            if self.on_render:
+                self.on_render(url, outcome, self.summary)
+
+        client, options = self.client, self.options
+        await render_pass(self.archive, self.writer, self.pool, options, self.cookies, self.summary.rendered, rendered,
+                          functools.partial(client.reach_of, resource=True), lambda url: page_reach(client, url, options))
+
+    async def stop_tasks(self) -> None:
+        tasks = self.page_tasks + self.image_tasks
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def record_the_network(self) -> None:
+        """What the run learnt of the network: pages never really tried (offline) go back to pending,
+        names that do not exist are remembered. A failing database here loses only that."""
+        client, summary, archive = self.client, self.summary, self.archive
+        summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
+        if client.offline or summary.no_host_resolved:  # lookups failed (no answer, or "no such name" for
+            # every name: some resolvers say so offline) and nothing was reached: those pages were never really tried
+            try:
+                summary.left_pending = archive.reset_pending(self.unresolved)
+            except sqlite3.Error:
+                pass
+        summary.deferred = client.deferred
+        try:
+            if client.reached:  # (a resolver that says NXDOMAIN to everything while offline is not believed)
+                archive.record_dead_names(client.nxdomain)
+        except sqlite3.Error:
+            pass
+
+    def close_warcs(self) -> None:
+        try:  # on a full disk these fail too; the next run then checks the files itself
+            self.writer.close()
+            self.archive.mark_warcs_closed([f for f in self.writer.opened if f not in self.writer.unfinished])
+        except (OSError, sqlite3.Error):
+            pass
+
+
+def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> Client:
+    return Client(
+        writer,
+        concurrency=options.concurrency,
+        per_host=options.per_host,
+        delay=options.delay,
+        timeout=options.timeout,
+        max_bytes=options.max_bytes,
+        max_redirects=options.max_redirects,
+        headers={"User-Agent": options.user_agent, "Accept-Encoding": "gzip, deflate"},
+        private_headers=options.headers,
+        private_hosts=None if options.header_all_hosts else frozenset(urlsplit(p.url).hostname or "" for p in pages),
+        cookies=cookies,
+        dead_names=None if options.refresh else archive.dead_names(),
+        look_ahead=options.images,  # the names its images are on, while a page is extracted
+    )

@@ -1,0 +1,30 @@
+"""HTTP for a crawler: the polite client (per-host gates, whole-request deadlines, bounded bodies,
+redirects checked hop by hop), host names looked up by c-ares, page resources on httpcore's pools
+over asyncio's own transports, and the recognition of anti-bot and login pages.
+
+    client     the Client a run fetches with
+    resolver   host names -> addresses (aiodns), with a short retransmit
+    direct     page resources through httpcore's pools, without httpx's models
+    transport  httpcore's network backend on asyncio's transports
+    blocked    anti-bot and login pages, never stored as articles
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .blocked import blocked_reason
+    from .client import Client
+    from .gate import Budget, HostGate, Reach
+    from .health import OFFLINE_HINT
+    from .resolver import nameservers_from_env
+
+__all__ = ["OFFLINE_HINT", "Budget", "Client", "HostGate", "Reach", "blocked_reason", "nameservers_from_env"]
+
+__getattr__ = lazy_exports(__name__, {
+    "OFFLINE_HINT": ".health", "Budget": ".gate", "Client": ".client", "HostGate": ".gate", "Reach": ".gate",
+    "blocked_reason": ".blocked", "nameservers_from_env": ".resolver",
+})

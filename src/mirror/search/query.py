@@ -1,0 +1,198 @@
+"""Ranked, bounded search over the index: bm25 with the title above the body, filters by site,
+seed and section, highlighted snippets."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .._types import PageStatus
+from .._util.segment import desegment
+from ..store.fts import FTS_TABLE
+from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+__all__ = ["WEIGHTS", "Hit", "highlight", "search", "unmatched_filters"]
+
+WEIGHTS = (10.0, 1.0, 2.0, 2.0, 10.0, 1.0)  # bm25: title above body
+_MARK_START, _MARK_END = "\x02", "\x03"
+
+
+@dataclass
+class Hit:
+    id: int  # pages.id: the reader view is /-/mirror/page/<id>
+    url: str
+    title: str | None
+    sitename: str | None
+    date: str | None
+    snippet: str  # original text, matches between \x02 and \x03
+    score: float
+
+    def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> dict:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "title": self.title,
+            "sitename": self.sitename,
+            "date": self.date,
+            "snippet": highlight(self.snippet, *mark),
+            "score": self.score,
+        }
+
+
+def highlight(snippet: str, start: str, end: str) -> str:
+    return snippet.replace(_MARK_START, start).replace(_MARK_END, end)
+
+
+def _filters(site: str | None, seed: str | None, section: str | None) -> tuple[dict[str, str], dict[str, object]]:
+    """The SQL conditions on `pages` of the filters given, by option name, and their parameters."""
+    where: dict[str, str] = {}
+    params: dict[str, object] = {}
+    if site:
+        where["site"] = "(pages.sitename = :site or pages.host = :site or pages.host like :site_sub or pages.url like :site_url)"
+        params |= {"site": site, "site_sub": f"%.{site}", "site_url": f"%://{site}/%"}
+    if seed:
+        where["seed"] = "pages.url in (select url from links where seed = :seed or seed like :seed_tail)"
+        params |= {"seed": seed, "seed_tail": f"%/{seed}"}
+    if section:
+        where["section"] = "pages.url in (select url from links where section = :section)"
+        params["section"] = section
+    return where, params
+
+
+def unmatched_filters(db: sqlite_utils.Database | sqlite3.Connection, *, site: str | None = None, seed: str | None = None,
+                      section: str | None = None) -> list[str]:
+    """The filters (`site`, `seed`, `section`) that no archived page passes: a search that found
+    nothing says which filter was the cause, not that no article has the words."""
+    conn = getattr(db, "conn", db)
+    where, params = _filters(site, seed, section)
+    unmatched = []
+    for name, condition in where.items():
+        if not conn.execute(f"select 1 from pages where status = :archived and {condition} limit 1",
+                            {**params, "archived": PageStatus.ARCHIVED}).fetchone():
+            unmatched.append(name)
+    return unmatched
+
+
+def search(
+    db: sqlite_utils.Database | sqlite3.Connection,
+    query: str,
+    *,
+    limit: int = 20,
+    site: str | None = None,
+    seed: str | None = None,
+    section: str | None = None,
+    time_limit: float = TIME_LIMIT,
+) -> list[Hit]:
+    """Ranked hits for `query` among archived pages (bm25, title weighted).
+
+    Raises SearchError for a query that is too long or has too many terms or
+    a bad `limit` (above MAX_LIMIT is cut to it), and SearchTimeout when
+    SQLite works on it longer than `time_limit` seconds.
+    """
+    check_query(query)
+    limit = parse_limit(limit)
+    match = build_match(query)
+    conn = getattr(db, "conn", db)  # a sqlite-utils Database, or a plain connection
+    if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
+        return []
+    filters, params = _filters(site, seed, section)
+    where = [f"{FTS_TABLE} MATCH :match", *filters.values()]
+    params |= {"match": match, "limit": limit}
+    join = f"join pages on pages.id = {FTS_TABLE}.rowid" if len(where) > 1 else ""
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    # Rank every match, but make snippets for the top `limit` only: a sorter would
+    # otherwise build a snippet for each of thousands of matching pages.
+    sql = f"""
+        with top as (
+            select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
+            from {FTS_TABLE} {join}
+            where {' and '.join(where)}
+            order by rank
+            limit :limit
+        )
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text,
+               snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
+               snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title
+        from top
+        join {FTS_TABLE} on {FTS_TABLE}.rowid = top.id
+        join pages on pages.id = top.id
+        where {FTS_TABLE} MATCH :match
+        order by top.rank
+    """
+    hits = []
+    words = cjk_words(query)
+    with _deadline(conn, time_limit):
+        cursor = conn.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    for row in rows:
+        if _MARK_START in (row["snippet_text"] or ""):
+            snippet = row["snippet_text"]
+        else:  # a Chinese word matched in the bigram columns: mark it in the original text
+            snippet = _snippet(row["text"] or "", words) or _snippet(row["title"] or "", words) or row["snippet_title"]
+        hits.append(
+            Hit(
+                id=row["id"],
+                url=row["url"],
+                title=row["title"],
+                sitename=row["sitename"],
+                date=row["date"],
+                snippet=_clean_snippet(snippet or ""),
+                score=-row["rank"],
+            )
+        )
+    return hits
+
+
+@contextmanager
+def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
+    """Interrupt SQLite once `seconds` have passed (the handler runs every few thousand steps)."""
+    end = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: time.monotonic() > end, 2000)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupt" not in str(exc).lower():
+            raise
+        raise SearchTimeout(
+            f"the search was stopped after {seconds:g} s; use fewer words, rarer words or longer prefixes"
+        ) from None
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+def _snippet(text: str, words: list[str], width: int = 60) -> str | None:
+    found = [i for i in (text.find(w) for w in words) if i >= 0]
+    if not found:
+        return None
+    start = max(0, min(found) - width // 3)
+    window = text[start : start + width]
+    pattern = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    window = re.sub(pattern, lambda m: f"{_MARK_START}{m[0]}{_MARK_END}", window)
+    return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
+
+
+_MD_IMAGE = re.compile(r"!\[([^\]\x02\x03]*)\]\([^)\s]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\((?:https?:|/|\.|#)[^)\s]*\)")
+# a window cut inside a link or image: "…p.jpg) text" at the start, "text [word](http://…" at the end
+_CUT_TARGET_START = re.compile(r"^(…?)[^\s()\[\]]*(?:/|\.(?:jpe?g|png|gif|webp|svg|s?html?|php|aspx?))[^\s()\[\]]*\)", re.I)
+_CUT_TARGET_END = re.compile(r"(!?\[[^\]]*)?\]\([^)]*$|!\[[^\]]*$")
+_CONTROL = re.compile(r"[\x00-\x01\x04-\x08\x0b-\x1f\x7f-\x9f]")  # \x02 and \x03 are our marks
+
+
+def _clean_snippet(snippet: str) -> str:
+    """Plain text. An archive extracted before `text` was plain has Markdown links and
+    images in it until `mirror reindex`: their words stay, their syntax and URLs go."""
+    text = desegment(snippet)
+    text = text.replace(_MARK_END + _MARK_START, "")  # one mark per matched phrase
+    text = _MD_LINK.sub(r"\1", _MD_IMAGE.sub("", text))
+    text = _CUT_TARGET_END.sub(lambda m: (m[1] or "").lstrip("![") + "…", _CUT_TARGET_START.sub(r"\1", text))
+    return re.sub(r"\s+", " ", _CONTROL.sub("", text)).strip()

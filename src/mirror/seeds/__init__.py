@@ -1,0 +1,29 @@
+"""Reading lists -> links: seed documents (Markdown, text, HTML pages, bookmark exports) read into
+an inventory of links with their provenance, and URL identity (what makes two spellings of a link
+the same page).
+
+    documents    files and folders -> an Inventory; the text of a seed and its encoding
+    text         plain-text and Markdown seeds: each line's kind, then titles and sections
+    links        the links in one line: found, trimmed, titled and made a Link
+    html         HTML seeds: saved pages and the Netscape bookmark export
+    urls         normalize, classify, glued-URL repairs
+    _child_call  a long seed's second half of lines read in a child process
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .documents import Inventory, SeedError, decode_seed, links_from_urls, read_seeds
+    from .text import parse_text
+    from .urls import normalize
+
+__all__ = ["Inventory", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
+
+__getattr__ = lazy_exports(__name__, {
+    "Inventory": ".documents", "SeedError": ".documents", "decode_seed": ".documents", "links_from_urls": ".documents",
+    "parse_text": ".text", "read_seeds": ".documents", "normalize": ".urls",
+})

@@ -1,0 +1,93 @@
+"""One function of ours run in a child Python process meanwhile: the second core for pure-Python work.
+
+A plain `python -c` child, neither forked (the caller may have threads) nor spawned by
+multiprocessing (which runs the caller's `__main__` again: a script without a main guard
+would start over). Arguments go through a temporary file, the result comes back on the
+child's stdout, both pickled. Any failure means no result: the caller does the work itself.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["ChildCall"]
+
+# the child imports the very package this process runs (not another copy first on its path)
+_CHILD = """
+import gc, os, pickle, sys
+from importlib import import_module
+from importlib.util import find_spec
+gc.disable()
+module, function, arguments, root = sys.argv[1:5]
+spec = find_spec(module.partition(".")[0])
+if spec is None or os.path.dirname(os.path.dirname(os.path.realpath(spec.origin or ""))) != root:
+    sys.path.insert(0, root)
+with open(arguments, "rb") as f:
+    args = pickle.load(f)
+result = getattr(import_module(module), function)(*args)
+pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+"""
+
+
+class ChildCall:
+    """`with ChildCall("mirror.seeds.text", "function", *args) as call:` ... `call.result()`.
+
+    The child has ended when the block has (killed if the block ends before it did).
+    """
+
+    def __init__(self, module: str, function: str, *args: object) -> None:
+        self._call = (module, function, args)
+        self._process: subprocess.Popen | None = None
+        self._arguments: Path | None = None
+
+    def __enter__(self) -> ChildCall:
+        module, function, args = self._call
+        try:
+            handle, name = tempfile.mkstemp(prefix="mirror-call-", suffix=".pickle")
+            self._arguments = Path(name)
+            with os.fdopen(handle, "wb") as file:
+                pickle.dump(args, file, protocol=pickle.HIGHEST_PROTOCOL)
+            package_root = os.path.realpath(Path(__file__).parents[2])  # the folder that holds mirror/
+            self._process = subprocess.Popen(  # -P: not the working folder first on its path (a pickle.py there would run)
+                [sys.executable, "-P", "-c", _CHILD, module, function, name, package_root],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except (OSError, ValueError, pickle.PicklingError):
+            self._process = None
+        return self
+
+    def result(self) -> object | None:
+        """What the function returned, or None if the child could not give it."""
+        if self._process is None:
+            return None
+        try:
+            output, _ = self._process.communicate()
+            if self._process.returncode != 0:
+                return None
+            enabled = gc.isenabled()
+            gc.disable()  # millions of small objects, none in a cycle
+            try:
+                return pickle.loads(output)
+            finally:
+                if enabled:
+                    gc.enable()
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+            return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            self._process.stdout.close()
+        if self._arguments is not None:
+            self._arguments.unlink(missing_ok=True)
