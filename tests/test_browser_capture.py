@@ -239,6 +239,9 @@ def test_single_page_app_is_archived_with_its_text(rendered, http_only):
     assert "在线 softmax" in spa["text"] and "tiles that fit" in spa["text"]
     hits = [r["id"] for r in rendered["db"].query("select rowid as id from pages_fts where pages_fts match ?", ['"softmax"'])]
     assert spa["id"] in hits
+    versions = list(rendered["db"].query("select how, state, warc_file, warc_offset from versions where page_url = ? order by id", [spa["url"]]))
+    assert [(v["how"], v["state"]) for v in versions][-1] == ("browser", "first")  # the HTTP capture had no text
+    assert (versions[-1]["warc_file"], versions[-1]["warc_offset"]) == (spa["warc_file"], spa["warc_offset"])
 
 
 def test_rendered_dom_is_a_conversion_record_tied_to_the_http_capture(rendered):

@@ -472,12 +472,12 @@ def test_readme_quick_start_names_the_commands_that_exist():
 
 
 def test_text_alike_is_one_article_and_a_series_is_not():
-    from mirror.store.identity import _same_text
+    from mirror._util.similar import same_text
 
-    assert _same_text(_long("同一篇"), _long("同一篇") + "编辑后补了一句。")  # the AMP copy, edited a little
-    assert not _same_text(_long("第一页"), _long("第二页"))
+    assert same_text(_long("同一篇"), _long("同一篇") + "编辑后补了一句。")  # the AMP copy, edited a little
+    assert not same_text(_long("第一页"), _long("第二页"))
     english = " ".join(["the", "model", "is", "trained", "with", "data", "and", "a", "loss"] * 300)
-    assert not _same_text(english, " ".join(reversed(english.split())))  # the same words, another text
+    assert not same_text(english, " ".join(reversed(english.split())))  # the same words, another text
 
 
 def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_original(tmp_path):

@@ -84,6 +84,7 @@ class Recorder:
         self.finishes: list[tuple[str, float]] = []
         self.gone: set[str] = set()  # paths that now answer 404
         self.pages: dict[str, tuple[int, dict[str, str], bytes]] = {}  # fixtures a test adds
+        self.fallback: tuple[int, dict[str, str], bytes] | None = None  # what any other path gets (a soft 404 host)
 
     def enter(self, path: str) -> int:
         with self.lock:
@@ -126,6 +127,9 @@ class Handler(BaseHTTPRequestHandler):
                 status, headers, body = rec.pages[path]
                 return self.send(status, body, headers, content_type=headers.get("Content-Type", "text/html"))
             route = ROUTES.get(path) or next((f for p, f in PREFIX_ROUTES if path.startswith(p)), None)
+            if route is None and rec.fallback is not None:
+                status, headers, body = rec.fallback
+                return self.send(status, body, headers, content_type=headers.get("Content-Type", "text/html"))
             if route is None:
                 return self.send(404, b"<html><title>404</title>not here</html>")
             route(self, hit, parts)

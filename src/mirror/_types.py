@@ -27,6 +27,7 @@ __all__ = [
     "RenderError",
     "ResourceStatus",
     "Source",
+    "VersionState",
     "WarcLocation",
     "http_error",
 ]
@@ -68,6 +69,7 @@ class Reason(StrEnum):
     HTTP_ERROR = "http_error"
     TOO_LARGE = "too_large"
     BLOCKED = "blocked"
+    SOFT_404 = "soft_404"  # a 200 that is an error page, a redirect to the front page, a parked domain, a "deleted" notice
     BAD_URL = "bad_url"
     REDIRECT_SCHEME = "redirect_scheme"
     REDIRECT_LOOP = "redirect_loop"
@@ -105,6 +107,20 @@ class Outcome(StrEnum):
     FAILED = PageStatus.FAILED.value
     GONE = "gone"  # failed now, but an earlier capture is kept
     DUPLICATE = PageStatus.DUPLICATE.value  # archived before under another link
+
+
+class VersionState(StrEnum):
+    """`versions.state` (and `pages.health`, the latest): what one capture or check of a page
+    found, against the version before it."""
+
+    FIRST = "first"  # the first capture
+    SAME = "same"  # the article's text is unchanged (or the server said 304)
+    CHANGED = "changed"  # the article's text changed (`versions.changed` says how much)
+    MOVED = "moved"  # a redirect to another URL that serves the same article
+    GONE = "gone"  # 404 or 410, or the host dead on checks at least a day apart
+    SOFT_404 = Reason.SOFT_404.value  # a 200 that is no article (`versions.note` says why)
+    BLOCKED = Reason.BLOCKED.value  # an anti-bot or login page
+    FAILED = "failed"  # could not tell (a timeout, a server error, a host down once): the next check asks again
 
 
 class CaptureKind(StrEnum):
@@ -168,6 +184,8 @@ class PageToFetch:
     has_capture: bool = False  # a saved copy exists: a failure now keeps it (and sets gone_since)
     etag: str | None = None
     last_modified: str | None = None
+    capture: WarcLocation | None = None  # the saved copy's response record: a re-check that gets its bytes again is a revisit
+    final_url: str | None = None  # the saved copy's URL (the last hop of its redirects)
 
 
 @dataclass
@@ -190,6 +208,7 @@ class Exchange:
     elapsed: float = 0.0
     server_seconds: float = 0.0  # the hops' own time: `elapsed` without our waits at hosts' gates between them
     give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
+    revisit: bool = False  # the payload is the saved copy's, byte for byte: `location` is a revisit record, no body
 
     @property
     def ok(self) -> bool:
@@ -247,6 +266,7 @@ class PageResult:
     source: Source = Source.LIVE
     wayback_timestamp: str | None = None
     extraction: Extraction | None = None
+    version: VersionState | None = None  # what it found against the version before (set when it is recorded)
 
     @property
     def ok(self) -> bool:

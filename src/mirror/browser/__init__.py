@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from .._types import BrowserMode, CaptureKind, RenderError
     from .renderer import Rendered, Renderer
     from .rendering import find_chromium, render_pass, resolve
 
-__all__ = ["Rendered", "Renderer", "find_chromium", "render_pass", "resolve"]
+__all__ = ["BrowserMode", "CaptureKind", "RenderError", "Rendered", "Renderer", "find_chromium", "render_pass", "resolve"]
 
 __getattr__ = lazy_exports(__name__, {
+    "BrowserMode": "mirror._types", "CaptureKind": "mirror._types", "RenderError": "mirror._types",
     "Rendered": ".renderer", "Renderer": ".renderer",
     "find_chromium": ".rendering", "render_pass": ".rendering", "resolve": ".rendering",
 })

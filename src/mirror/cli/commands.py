@@ -1,6 +1,6 @@
 """The `mirror` command: the typer app, its entry point, and its commands in the order
 `mirror --help` lists them. Each command lives with its helpers: `links`, `fetching` (fetch,
-reindex), `reading` (search, show), `serve`; what they share is `_common`. Whatever a command
+reindex), `checking` (check), `reading` (search, show), `serve`; what they share is `_common`. Whatever a command
 alone needs (the fetcher, trafilatura, datasette, playwright) it imports when it runs, so that
 `mirror search` and `mirror --help` start fast."""
 
@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ._common import err, safe
+from .checking import check
 from .fetching import fetch, reindex
 from .links import links
 from .reading import search_command, show
@@ -26,6 +27,7 @@ app = typer.Typer(
 
 app.command()(links)
 app.command()(fetch)
+app.command()(check)
 app.command()(reindex)
 app.command("search")(search_command)
 app.command()(show)

@@ -12,6 +12,27 @@ import typer
 
 from .._types import BrowserMode
 from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory
+from ._options import (
+    AllowPrivate,
+    AsJson,
+    Backoff,
+    BrowserTabs,
+    Chromium,
+    Concurrency,
+    Cookies,
+    Delay,
+    ExtractTimeout,
+    Header,
+    HeaderAllHosts,
+    PerHost,
+    Retries,
+    Timeout,
+    TimeoutRetries,
+    UserAgent,
+    Wayback,
+    WaybackApi,
+    Workers,
+)
 
 if TYPE_CHECKING:
     from ..fetch import FetchOptions, Summary
@@ -38,27 +59,27 @@ def _size(text: str | int) -> int:
 def fetch(
     sources: Sources = None,
     archive: ArchiveDir = Path("archive"),
-    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight overall.")] = 16,
-    per_host: Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")] = 2,
-    delay: Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")] = 1.0,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request: connect, headers and body.")] = 30.0,
+    concurrency: Concurrency = 16,
+    per_host: PerHost = 2,
+    delay: Delay = 1.0,
+    timeout: Timeout = 30.0,
     max_bytes: Annotated[int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")] = 50_000_000,
-    retries: Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")] = 3,
-    timeout_retries: Annotated[int, typer.Option(min=0, help="Of those, retries after a timeout (each can wait --timeout again).")] = 1,
-    backoff: Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")] = 1.0,
-    user_agent: Annotated[str | None, typer.Option(help="User-Agent header.", show_default="a browser-like one naming mirror")] = None,
-    header: Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")] = None,
-    header_all_hosts: Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")] = False,
-    allow_private: Annotated[bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")] = False,
-    cookies: Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)] = None,
+    retries: Retries = 3,
+    timeout_retries: TimeoutRetries = 1,
+    backoff: Backoff = 1.0,
+    user_agent: UserAgent = None,
+    header: Header = None,
+    header_all_hosts: HeaderAllHosts = False,
+    allow_private: AllowPrivate = False,
+    cookies: Cookies = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
     all_pending: Annotated[bool, typer.Option("--all-pending", help="With sources given: also fetch what earlier lists left pending.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
-    wayback: Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")] = False,
-    wayback_api: Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")] = "https://archive.org",
+    wayback: Wayback = False,
+    wayback_api: WaybackApi = "https://archive.org",
     images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
-    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
-    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
+    workers: Workers = None,
+    extract_timeout: ExtractTimeout = 30.0,
     browser: Annotated[
         BrowserMode,
         typer.Option(
@@ -67,9 +88,9 @@ def fetch(
             help="Render pages in chromium: auto (pages without text, app shells, JavaScript challenges), always (every HTML page), never.",
         ),
     ] = BrowserMode.AUTO,
-    chromium: Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")] = None,
-    browser_tabs: Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")] = 2,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    chromium: Chromium = None,
+    browser_tabs: BrowserTabs = 2,
+    as_json: AsJson = False,
 ) -> None:
     """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:
     those the lists given link, or, without sources, every pending page a list read before links
@@ -83,7 +104,7 @@ def fetch(
     inventory = read_inventory(sources)
     # given sources, the pages they link; else every page some list links
     only = None if not sources or all_pending else {link.url for link in inventory.links if not link.skip_reason}
-    summary = _run(archive, options, inventory, only)
+    summary = _run_fetch(archive, options, inventory, only)
     if as_json:
         print_json(summary.as_dict())
     else:
@@ -145,15 +166,16 @@ def _browser(browser: BrowserMode, chromium: str | None) -> tuple[BrowserMode, s
     return mode, chromium_path
 
 
-def _run(archive: Path, options: FetchOptions, inventory: Inventory, only: set[str] | None) -> Summary:
-    """The inventory recorded and its pages fetched, with a progress display; Ctrl-C keeps what is done (exit 130)."""
+def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None, only: set[str] | None) -> Summary:
+    """The inventory recorded (if any) and its pages fetched, with a progress display; Ctrl-C keeps what is done (exit 130)."""
     from .. import fetch as fetching
     from .progress import FetchReporter
 
     reporter = FetchReporter(err.get())
     try:
-        with open_archive(archive, create=True, lock=True, cleanup=reporter.stop) as store:
-            store.record_inventory(inventory)
+        with open_archive(archive, create=inventory is not None, lock=True, cleanup=reporter.stop) as store:
+            if inventory is not None:
+                store.record_inventory(inventory)
             summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, only=only)
     except fetching.FetchError as exc:
         reporter.stop()
@@ -207,8 +229,8 @@ def _skipped_note(inventory: Inventory) -> str:
 
 def reindex(
     archive: ArchiveDir = Path("archive"),
-    workers: Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")] = None,
-    extract_timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")] = 30.0,
+    workers: Workers = None,
+    extract_timeout: ExtractTimeout = 30.0,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
     from ..store.reindex import reindex as run_reindex

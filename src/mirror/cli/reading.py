@@ -48,7 +48,8 @@ def search_command(
     for n, hit in enumerate(hits, 1):
         snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
         snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
-        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]  [dim](mirror show {hit.id})[/]")
+        rot = f"  [red]{str(hit.health).replace('_', ' ')} live: saved copy[/]" if hit.rotted else ""
+        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]{rot}  [dim](mirror show {hit.id})[/]")
         out.print(f"   [cyan]{safe(hit.url)}[/]  {safe(hit.sitename or '')} {safe(readable_date(hit.date))}".rstrip())
         out.print(f"   {snippet}\n")
 

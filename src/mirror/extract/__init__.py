@@ -17,12 +17,16 @@ from typing import TYPE_CHECKING
 from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from .article import count_words, decode_html, extract, extract_capture
+    from .._types import Extraction
+    from .article import clean_text, count_words, decode_html, extract, extract_capture, extract_plain_capture
     from .pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
 
-__all__ = ["EXTRACT_TIMEOUT", "count_words", "decode_html", "extract", "extract_capture", "extraction_pool", "safe_extract"]
+__all__ = [
+    "EXTRACT_TIMEOUT", "Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture", "extraction_pool",
+    "safe_extract",
+]
 
 __getattr__ = lazy_exports(__name__, {
-    "count_words": ".article", "decode_html": ".article", "extract": ".article", "extract_capture": ".article",
+    "Extraction": "mirror._types", "clean_text": ".article", "extract_plain_capture": ".article", "count_words": ".article", "decode_html": ".article", "extract": ".article", "extract_capture": ".article",
     "EXTRACT_TIMEOUT": ".pool", "extraction_pool": ".pool", "safe_extract": ".pool",
 })

@@ -42,6 +42,7 @@ class FetchOptions:
     cookies: Path | None = None
     retry_failed: bool = False
     refresh: bool = False
+    check: bool = False  # a link-health check: soft 404s are also judged against the host's answer for a path that cannot exist
     wayback: bool = False
     wayback_api: str = "https://archive.org"
     warc_rotate_bytes: int = warc.DEFAULT_ROTATE_BYTES

@@ -25,7 +25,7 @@ from ..extract.pool import extraction_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
-from . import requisites
+from . import requisites, soft404
 from .options import FetchOptions, load_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover
@@ -67,12 +67,16 @@ def run(
     if on_start:
         on_start(summary)
     started = time.monotonic()
-    fetching = _Run(archive, options, cookies, summary, pages, on_page, on_render)
     try:
-        asyncio.run(fetching.all(suspects, recoverable, missing_images))
+        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
+
+
+async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images) -> None:
+    """The run's client, writer and pool are made inside the event loop that uses them."""
+    await _Run(archive, options, cookies, summary, pages, on_page, on_render).all(suspects, recoverable, missing_images)
 
 
 class _Run:
@@ -98,6 +102,7 @@ class _Run:
         self.not_archived: dict[str, tuple[Outcome, str | None]] = {}  # counts the browser pass may change
         self.counted: dict[str, Outcome] = {}  # this run's pages, as counted in the summary
         self.seen = Seen(archive.archived_resource_urls() if options.images else set())
+        self.probes: dict[str, asyncio.Future[soft404.Probe]] = {}  # server -> its answer for a path that cannot exist
 
     async def all(self, suspects: list[Path], recoverable: list[PageToFetch], missing_images: list) -> None:
         """Recover, fetch every page, finish their resources, render; whatever ends it, end cleanly."""
@@ -147,15 +152,47 @@ class _Run:
             result = await fetch_page(self.client, page, self.options)
             article = None
             crash_point("capture")
-            if result.ok and result.final.status != 304 and result.final.location:
+            if result.ok and result.final.status != 304 and result.final.location and not result.final.revisit:
                 pending = self.extract(result.final.location, result.final.final_url)
                 crash_point("extract")
                 article = await pending
+                article = await self.unless_soft_404(result, article)
         except (asyncio.CancelledError, OSError, sqlite3.Error):
             raise  # a stop, or storage failing: the run ends with a clear message
         except Exception as exc:  # noqa: BLE001 - one page must never end the run
             result, article = internal_failure(page.url, exc), None
         self.done(page, result, article)
+
+    async def unless_soft_404(self, result: PageResult, article: Extraction) -> Extraction | None:
+        """The article, or None when the answer is a soft 404 (the page then fails with its reason).
+        A check also asks the host for a path that cannot exist, once (`soft404`)."""
+        final = result.final
+        probe = await self.probe(final.final_url) if self.options.check and final.status == 200 else None
+        reason = soft404.verdict(result.url, final.final_url, article.title, article.text, article.word_count, probe)
+        if reason is None:
+            return article
+        final.error, final.message = Reason.SOFT_404, f"soft 404: {reason}"
+        return None
+
+    async def probe(self, url: str) -> soft404.Probe | None:
+        """What `url`'s server answers for a path that cannot exist, asked once a run."""
+        parts = urlsplit(url)
+        key = f"{parts.scheme}://{parts.netloc.lower()}"
+        if key not in self.probes:
+            self.probes[key] = asyncio.ensure_future(self._probe(url))
+        try:
+            return await asyncio.shield(self.probes[key])
+        except (OSError, sqlite3.Error):
+            raise
+        except Exception:  # noqa: BLE001 - no probe is no evidence
+            return None
+
+    async def _probe(self, url: str) -> soft404.Probe:
+        answer = await self.client.get(soft404.probe_url(url), same_reach=not self.options.allow_private)
+        text = None
+        if answer.ok and answer.status == 200 and answer.location:
+            text = (await self.extract(answer.location, answer.final_url)).text
+        return soft404.Probe(answer.status, answer.final_url, text)
 
     def done(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
         """Record a page's fetch, count it, and start on its resources."""
@@ -176,6 +213,8 @@ class _Run:
         summary.done += 1
         outcome = Outcome.DUPLICATE if recorded == PageStatus.DUPLICATE else outcome_of(result, page)
         summary.statuses[outcome] += 1
+        if result.version is not None:
+            summary.versions[result.version] += 1
         self.counted[page.url] = outcome
         self.changed_by_others()
         if outcome != Outcome.ARCHIVED:
@@ -289,4 +328,5 @@ def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJa
         cookies=cookies,
         dead_names=None if options.refresh else archive.dead_names(),
         look_ahead=options.images,  # the names its images are on, while a page is extracted
+        revisits={p.final_url or p.url: p.capture for p in pages if p.capture} if options.refresh else None,
     )

@@ -17,6 +17,7 @@ class Summary:
     total: int = 0
     done: int = 0
     statuses: Counter = field(default_factory=Counter)  # archived / unchanged / failed / gone
+    versions: Counter = field(default_factory=Counter)  # what each capture or check found (VersionState)
     errors: Counter = field(default_factory=Counter)
     host_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     elapsed: float = 0.0
@@ -45,6 +46,7 @@ class Summary:
             "total": self.total,
             "done": self.done,
             "statuses": dict(self.statuses),
+            "versions": dict(self.versions),
             "errors": dict(self.errors),
             "slowest_hosts": [{"host": h, "mean_seconds": round(s, 3), "pages": n} for h, s, n in self.slowest_hosts()],
             "elapsed_seconds": round(self.elapsed, 3),

@@ -20,7 +20,7 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-from .._types import Exchange, Reason
+from .._types import Exchange, Reason, WarcLocation
 from ..warc import CaptureWriter
 from . import direct as _direct
 from . import transport as _net
@@ -68,6 +68,7 @@ class Client(Hops):
         resolver: Resolver | None = None,
         dead_names: dict[str, float] | None = None,
         look_ahead: bool = False,
+        revisits: dict[str, WarcLocation] | None = None,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
         (None: to every host). An idle connection is kept `keepalive` seconds. Names are looked
@@ -75,7 +76,9 @@ class Client(Hops):
         connection goes to the addresses looked up and checked, never to a second lookup's.
         `dead_names` (name -> until when, a time.time()) did not exist in an earlier run: they are
         not asked again; `nxdomain` collects this run's, for the next. With `look_ahead`, the
-        host names a page's HTML loads resources from are looked up as soon as it arrives."""
+        host names a page's HTML loads resources from are looked up as soon as it arrives.
+        `revisits` (a URL -> its saved copy's response record) makes a re-check that gets the same
+        bytes again a WARC revisit record."""
         self.writer = writer
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
         self.health = HostHealth(per_host, delay)
@@ -93,6 +96,7 @@ class Client(Hops):
         self._pools = _direct.Pools(self._tls, self._limits, self._backend)  # for page resources (see mirror.http.direct)
         self._proxy_answers: dict[tuple[str, str | None], bool] = {}
         self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
+        self.revisits = revisits or {}
         self.deferred = 0  # requests given up at the run's end (asked for by the next run)
         self.in_flight: dict[str, float] = {}  # page requests under way (past their host's gate) -> time.monotonic() at start
         self._sweeper: asyncio.Task | None = None

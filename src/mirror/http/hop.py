@@ -13,6 +13,7 @@ import httpcore
 import httpx
 
 from .._types import Exchange, Reason, http_error
+from .. import warc
 from ..warc import PAGE_HEADER, Capture
 from . import direct as _direct
 from .blocked import HINT, blocked_reason
@@ -42,6 +43,7 @@ class Hops:
     _pools: _direct.Pools
     _cookies: object
     _resource_headers: dict
+    revisits: dict  # URL -> its saved copy's location, for a re-check (a payload seen before is a revisit)
 
     def _http(self, url: str) -> httpx.AsyncClient: ...
     def _proxied(self, url: str) -> bool: ...
@@ -79,7 +81,12 @@ class Hops:
         hop.content_type = response.headers.get("content-type")
         hop.etag = response.headers.get("etag")
         hop.last_modified = response.headers.get("last-modified")
-        hop.location = self.writer.write(request.capture(response, body, truncated, original))
+        capture = request.capture(response, body, truncated, original)
+        repeated = None if truncated or response.status_code != 200 else self._repeats(url, body)
+        if repeated is not None:  # the saved copy's bytes again: a revisit record, no second body
+            hop.location, hop.revisit = self.writer.write_revisit(capture, repeated), True
+        else:
+            hop.location = self.writer.write(capture)
         body.close()
         if truncated:
             hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
@@ -142,13 +149,23 @@ class Hops:
             reason = blocked_reason(status, hop.url, original, decode_head(head, response))
         if reason:
             hop.error, hop.message = Reason.BLOCKED, f"{reason}; {HINT}"
-        elif budget is None and status == 200 and is_htmlish(hop.content_type):
-            self.lookups.look_up_ahead(head, hop.url)  # its images' names, while it is extracted
+        elif budget is None and status == 200 and is_htmlish(hop.content_type) and not hop.revisit:
+            self.lookups.look_up_ahead(head, hop.url)  # its images' names, while it is extracted (a revisit's are archived)
         elif status >= 400:
             hop.error = http_error(status)
             hop.message = f"HTTP {status} {response.reason_phrase}".strip()
             hop.retry_after = retry_after(response.headers.get("retry-after"))
         return hop
+
+    def _repeats(self, url: str, body) -> warc.Original | None:
+        """The saved copy of `url` when `body` is its payload byte for byte (a re-check's)."""
+        saved = self.revisits.get(url)
+        if saved is None:
+            return None
+        original = warc.original(self.writer.dir.parent, saved)
+        if original is None or original.url != url or warc.payload_digest(body) != original.payload_digest:
+            return None
+        return original
 
     def _direct_pool(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
         """The pool a resource request may go to without httpx's models (see `mirror.http.direct`):

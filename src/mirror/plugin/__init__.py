@@ -22,7 +22,8 @@ from ._origin import guard, validate_settings
 from .home import home_view
 from .screenshots import screenshot_view
 from .table_search import ranked_table_search
-from .views import reader_view, resource_view, search_view, snapshot_view
+from .versions import compare_view
+from .views import reader_view, resource_view, search_view, snapshot_view, version_snapshot_view
 
 NEVER = '"\ue001"'  # a token no text contains: an empty query matches nothing
 
@@ -133,6 +134,8 @@ def register_routes():
         (r"^/-/mirror/search$", search_view),
         (r"^/-/mirror/page/(?P<id>[^/]+)$", reader_view),  # a bad id is our 404, not a 500
         (r"^/-/mirror/snapshot/(?P<id>[^/]+)$", snapshot_view),
+        (r"^/-/mirror/page/(?P<id>[^/]+)/version/(?P<version>[^/]+)$", version_snapshot_view),
+        (r"^/-/mirror/page/(?P<id>[^/]+)/compare$", compare_view),
         (r"^/-/mirror/resource$", resource_view),
         (r"^/-/mirror/screenshot/(?P<id>[^/]+)$", screenshot_view),
     ]
@@ -157,7 +160,8 @@ METADATA = {
     "description_html": (
         'Every link from your seed documents, fetched, extracted and readable offline. '
         '<a href="/-/mirror/search">Search saved articles</a> · '
-        '<a href="/mirror/link_rot">Link rot</a> · <a href="/mirror/failures">Failures by reason</a>'
+        '<a href="/mirror/link_health">Link health</a> · <a href="/mirror/link_rot">Link rot</a> · '
+        '<a href="/mirror/failures">Failures by reason</a>'
     ),
     "databases": {
         "mirror": {
@@ -180,6 +184,16 @@ METADATA = {
                 "attempts": {"title": "Fetch attempts", "description": "The history of every request chain.", "facets": ["error", "http_status"]},
                 "resources": {"title": "Images", "description": "Images the articles show, captured in the WARC files.", "facets": ["status"]},
                 "seeds": {"title": "Seed documents", "description": "The reading lists that were read."},
+                "versions": {
+                    "title": "Versions",
+                    "description": "Every capture and check of a page: first, same, changed, moved, gone, soft 404, blocked (mirror check).",
+                    "facets": ["state", "how"],
+                },
+                "link_health": {
+                    "title": "Link health",
+                    "description": "Per reading list: how many links are alive, changed, moved, gone, soft 404s, blocked, or saved "
+                                   "only from the Wayback Machine, and since when (mirror check keeps it current).",
+                },
                 "warc_files": {"hidden": True},
                 "dead_names": {"hidden": True},
             },

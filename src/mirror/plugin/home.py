@@ -72,6 +72,7 @@ async def home_view(datasette, request):
         "db_name": db.name,
         "counts": [(status, counts.get(status, 0)) for status in STATUSES if counts.get(status) or status != PageStatus.DUPLICATE],
         "unlinked": await _unlinked(db, columns),
+        "health": await _health(db),
         "unlinked_url": datasette.urls.table(db.name, "pages") + "?" + urlencode({"status": PageStatus.PENDING.value, "seeds": "[]"}),
         "total_pages": sum(counts.values()),
         "seeds": seeds,
@@ -105,6 +106,23 @@ async def _unlinked(db, columns: set[str]) -> int | None:
     except QueryInterrupted:
         return None
     return result.single_value()
+
+
+HEALTH_ORDER = ("alive", "changed", "moved", "gone", "soft_404", "blocked", "failed", "wayback only", "not fetched yet", "not a web page")
+
+
+async def _health(db) -> list[dict]:
+    """Per reading list: its links by health, and since when the oldest of each has been so
+    (an archive from before versions has no `link_health` view: nothing)."""
+    if "link_health" not in await db.view_names():
+        return []
+    rows = await db.execute("select reading_list, health, links, since from link_health order by reading_list")
+    lists: dict[str, dict] = {}
+    for row in rows:
+        lists.setdefault(row["reading_list"], {"reading_list": row["reading_list"], "states": {}})["states"][row["health"]] = (row["links"], row["since"])
+    for entry in lists.values():
+        entry["states"] = [(state, *entry["states"][state]) for state in HEALTH_ORDER if state in entry["states"]]
+    return list(lists.values())
 
 
 def _entry(datasette, row: dict) -> dict:

@@ -19,10 +19,11 @@ from ..extract.article import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
-from ..store import queries
+from ..store import health, queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
+from .versions import versions_for_reader
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
@@ -97,6 +98,8 @@ async def reader_view(datasette, request):
         "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
         "tags": [t for t in (page.get("tags") or "").split(", ") if t],
         "screenshot": screenshot_url(datasette, page_id) if page.get("screenshot_warc_file") else None,
+        "versions": await versions_for_reader(datasette, db, page),
+        "compare": datasette.urls.path(f"/-/mirror/page/{page_id}/compare"),
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
@@ -122,7 +125,28 @@ async def snapshot_view(datasette, request):
     page = await _read(db, queries.page_by_id, page_id)
     if page is None or not page["warc_file"]:
         raise _Missing("no saved copy of this page")
-    headers, body = await _payload(db, page)
+    return await snapshot_of(datasette, request, db, page, page["final_url"] or page["url"], f"mirror-page-{page_id}")
+
+
+@_views
+async def version_snapshot_view(datasette, request):
+    """One version of a page as it was captured (a revisit's payload is its original's), defused and sandboxed."""
+    db = await _archive(datasette, request)
+    page_id = _page_id(request)
+    number = request.url_vars["version"]
+    version = await _read(db, health.version_of, page_id, int(number)) if re.fullmatch(r"\d{1,18}", number) else None
+    if version is None:
+        raise _Missing("no such version of this page")
+    capture = await _read(db, health.version_capture, version)
+    if capture is None:
+        raise _Missing("this version has no capture: the check got no answer to keep")
+    return await snapshot_of(datasette, request, db, capture, capture["final_url"] or version["page_url"], f"mirror-page-{page_id}-{version['id']}")
+
+
+async def snapshot_of(datasette, request, db, capture: dict, base: str, name: str) -> Response:
+    """The capture `capture` points at (a page's, or one of its versions'), defused and sandboxed;
+    `base` resolves its links, `name` is the file name of what is never shown inline."""
+    headers, body = await _payload(db, capture)
     content_type = headers.get_header("Content-Type") or "application/octet-stream"
     origin = f"{request.scheme}://{request.host}"
     security = {
@@ -135,10 +159,9 @@ async def snapshot_view(datasette, request):
         return Response(body, content_type=media_type, headers=security)
     if "html" not in media_type:
         # scripts, SVG, PDF, text…: never rendered in our origin, only saved to disk
-        disposition = {"Content-Disposition": f'attachment; filename="mirror-page-{page_id}"'}
+        disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
         return Response(body, content_type="application/octet-stream", headers=security | disposition)
     archived = await _read(db, queries.archived_resource_urls)
-    base = page["final_url"] or page["url"]
     # parsing a big hostile page takes a while: never on the event loop that serves everyone
     cleaned = await asyncio.to_thread(lambda: defuse_html(decode_html(body, content_type), base, archived, datasette))
     return Response.html(cleaned, headers=security)

@@ -34,6 +34,12 @@ class Hit:
     date: str | None
     snippet: str  # original text, matches between \x02 and \x03
     score: float
+    health: str | None = None  # what the latest check found (a VersionState): a page gone live stays findable, marked
+
+    @property
+    def rotted(self) -> bool:
+        """The live page is gone, a soft 404 or blocked: this hit is the saved copy only."""
+        return self.health in ("gone", "soft_404", "blocked")
 
     def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> dict:
         return {
@@ -44,6 +50,7 @@ class Hit:
             "date": self.date,
             "snippet": highlight(self.snippet, *mark),
             "score": self.score,
+            "health": self.health,
         }
 
 
@@ -118,7 +125,7 @@ def search(
             order by rank
             limit :limit
         )
-        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text,
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text, {_health(conn)} as health,
                snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
                snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title
         from top
@@ -147,9 +154,16 @@ def search(
                 date=row["date"],
                 snippet=_clean_snippet(snippet or ""),
                 score=-row["rank"],
+                health=row["health"],
             )
         )
     return hits
+
+
+def _health(conn: sqlite3.Connection) -> str:
+    """`pages.health`, or null in an archive from before versions that could not be brought up to date (read-only)."""
+    columns = {row[1] for row in conn.execute("pragma table_info(pages)")}
+    return "pages.health" if "health" in columns else "null"
 
 
 @contextmanager

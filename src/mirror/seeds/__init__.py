@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from .._types import Link
     from .documents import Inventory, SeedError, decode_seed, links_from_urls, read_seeds
     from .text import parse_text
     from .urls import normalize
 
-__all__ = ["Inventory", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
+__all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
 
 __getattr__ = lazy_exports(__name__, {
-    "Inventory": ".documents", "SeedError": ".documents", "decode_seed": ".documents", "links_from_urls": ".documents",
+    "Inventory": ".documents", "Link": "mirror._types", "SeedError": ".documents", "decode_seed": ".documents", "links_from_urls": ".documents",
     "parse_text": ".text", "read_seeds": ".documents", "normalize": ".urls",
 })

@@ -3,16 +3,16 @@ page is the original, and what its duplicates become when it stops being one.
 
 The same final URL makes two links one article; a canonical URL and a title are claims a page
 makes, believed only from the canonical URL's own site (`_same_site`) and with the same text
-(`_same_text`).
+(`mirror._util.similar.same_text`).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .._types import Extraction, PageStatus
+from .._util.similar import same_text
 from . import fts as _fts
 from ._sql import _update_page
 from .schema import reindex_rows
@@ -61,7 +61,7 @@ class DuplicateWrites:
             "and (url = :canonical or final_url = :canonical or canonical = :canonical) order by url = :canonical desc, id limit 20",
             {"url": url, "archived": PageStatus.ARCHIVED, "canonical": canonical, "title": extraction.title},
         ):
-            if _same_site(other_final or other, canonical) and _same_text(text, extraction.text):
+            if _same_site(other_final or other, canonical) and same_text(text, extraction.text):
                 return other
         return None
 
@@ -83,7 +83,7 @@ class DuplicateWrites:
     def _adopt(self, url: str, final_url: str, extraction: Extraction | None) -> None:
         """A page that is the article's own address (no redirect) is the original, whichever
         link was recorded first: the pages archived before that end at it, or that declare it
-        canonical with its title and text (`_same_site`, `_same_text`), become its duplicates."""
+        canonical with its title and text (`_same_site`, `same_text`), become its duplicates."""
         from ..seeds.urls import normalize
 
         if normalize(final_url) != url:
@@ -97,7 +97,7 @@ class DuplicateWrites:
                 "select url, final_url, text from pages where url != :url and status = :archived and canonical = :url and title = :title "
             "order by id limit 20",
                 {"url": url, "archived": PageStatus.ARCHIVED, "title": extraction.title},
-            ) if other not in others and _same_site(other_final or other, url) and _same_text(text, extraction.text)]
+            ) if other not in others and _same_site(other_final or other, url) and same_text(text, extraction.text)]
         for other in others:
             _update_page(self.db, other, {"status": PageStatus.DUPLICATE, "same_as": url})
             self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = (select id from pages where url = ?)", [other])
@@ -140,26 +140,3 @@ def _same_site(url: str, canonical: str) -> bool:
     """Whether a page may speak for `canonical`: only a page of the canonical URL's own site
     (a page elsewhere declaring another site's URL is not believed)."""
     return _site(url) == _site(canonical)
-
-
-SHINGLE = 8  # characters: a run this long is rarely shared by two different texts, Chinese or English
-SAME_TEXT = 0.75  # of the two texts' runs (first 5,000 characters), shared: one article, edited a little
-
-
-def _same_text(a: str | None, b: str | None) -> bool:
-    """Whether two extracted texts are one article's (whitespace aside, SAME_TEXT of their
-    8-character runs shared; linear time, a millisecond or two): a canonical URL and a title
-    are claims a page makes, and the second page of a series claims the first's."""
-    a, b = " ".join((a or "").split()), " ".join((b or "").split())
-    if a == b:
-        return True
-    if not a or not b or min(len(a), len(b)) < 0.8 * max(len(a), len(b)):
-        return False
-    mine, theirs = _shingles(a), _shingles(b)
-    return len(mine & theirs) >= SAME_TEXT * len(mine | theirs)
-
-
-@functools.lru_cache(maxsize=64)
-def _shingles(text: str) -> frozenset[str]:
-    text = text[:5000]
-    return frozenset(text[i:i + SHINGLE] for i in range(max(1, len(text) - SHINGLE + 1)))

@@ -104,7 +104,7 @@ class PipelineReads:
         if only is None and linked:
             where += " and exists (select 1 from links where links.url = pages.url)"
         rows = self.db.query(
-            f"select url, candidates, warc_file, etag, last_modified from pages where {where} order by first_seen, url",
+            f"select url, candidates, warc_file, warc_offset, warc_length, final_url, etag, last_modified from pages where {where} order by first_seen, url",
             statuses,
         )
         if only is not None:  # (a read, not a temporary table: that would open a transaction the run never ends)
@@ -117,6 +117,8 @@ class PipelineReads:
                 has_capture=row["warc_file"] is not None,
                 etag=row["etag"],
                 last_modified=row["last_modified"],
+                capture=warc_location(row),
+                final_url=row["final_url"],
             )
             for row in rows
         ]

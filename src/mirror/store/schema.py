@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from .._types import PageStatus
 from . import fts as _fts
+from .health import HEALTH_VIEW, LINK_HEALTH_SQL
 
 __all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]
 
@@ -67,6 +68,8 @@ PAGES_COLUMNS = {
     "source": str,  # a Source: live or wayback
     "wayback_timestamp": str,
     "gone_since": str,  # first time an archived page failed or vanished
+    "health": str,  # a VersionState: what the latest capture or check found (versions has every one)
+    "health_since": str,  # since when the page has been in that state
     # extraction
     "kind": str,  # html, pdf, text, other
     "author": str,
@@ -127,6 +130,26 @@ ATTEMPTS_COLUMNS = {
     "warc_offset": int,
     "warc_length": int,
 }
+# One row per capture or check of a page: its versions over time. `pages` holds the latest good one.
+VERSIONS_COLUMNS = {
+    "id": int,
+    "page_url": str,
+    "captured_at": str,
+    "how": str,  # live, wayback or browser
+    "state": str,  # a VersionState
+    "http_status": int,
+    "final_url": str,
+    "error": str,  # a Reason, when the check failed
+    "note": str,  # why, for a person (a soft 404's notice, an error message)
+    "text_hash": str,  # of the article's text, whitespace aside (`mirror._util.similar.text_hash`)
+    "word_count": int,
+    "changed": float,  # how much of the text changed against the version before, 0 to 1
+    "title": str,
+    "warc_file": str,  # the response (or revisit) record of this capture
+    "warc_offset": int,
+    "warc_length": int,
+    "revisit_of": int,  # the version whose payload this one repeats (a WARC revisit record, no body)
+}
 WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
 SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}
 # Host names a run found not to exist (NXDOMAIN), believed until `until` (a Unix time): the next run
@@ -173,6 +196,31 @@ def _same_as_index(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_pages_same_as on pages(same_as) where same_as is not null")
 
 
+def _versions(db: sqlite_utils.Database) -> None:
+    """The versions table, and each captured page's saved copy as its first version (the copy an
+    archive made before versions were kept)."""
+    _baseline(db)
+    _ensure_table(db["versions"], VERSIONS_COLUMNS, pk="id")
+    db["versions"].create_index(["page_url", "id"], if_not_exists=True)
+    db.execute(f"create view if not exists {HEALTH_VIEW} as {LINK_HEALTH_SQL}")
+    from .._util.similar import text_hash
+
+    rows = db.execute(
+        "select url, coalesce(fetched_at, first_seen), coalesce(capture, 'http'), source, http_status, final_url, text, "
+        "word_count, title, warc_file, warc_offset, warc_length from pages where warc_file is not null "
+        "and not exists (select 1 from versions where page_url = pages.url) order by id"
+    )
+    for row in rows.fetchall():
+        url, at, capture, source, status, final, text, words, title, file, offset, length = row
+        db.execute(
+            "insert into versions (page_url, captured_at, how, state, http_status, final_url, text_hash, word_count, title, "
+            "warc_file, warc_offset, warc_length) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [url, at, "browser" if capture == "browser" else source or "live", "first", status, final, text_hash(text), words,
+             title, file, offset, length],
+        )
+        db.execute("update pages set health = 'first', health_since = ? where url = ?", [at, url])
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -182,9 +230,10 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
-# 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed
+# 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
+# 7: versions, pages.health
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index,
+    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, ResourceStatus
+from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, ResourceStatus, VersionState
 from .._util.faults import crash_point
 from . import fts as _fts
 from ._sql import _insert_many, _update_page
@@ -23,6 +23,7 @@ from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
 from .schema import EXTRACTED_COLUMNS, reindex_rows
+from .versions import Before, VersionWrites
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["InventoryStats", "RowWriters"]
 
 
-class RowWriters(InventoryWrites, DuplicateWrites):
+class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
     """The writes of an `Archive` (mixed into it)."""
 
     db: sqlite_utils.Database
@@ -39,17 +40,22 @@ class RowWriters(InventoryWrites, DuplicateWrites):
         """One page's outcome, its attempts and its article, in one transaction. Returns the
         status it now has when the capture set it: DUPLICATE for an article archived before
         under another link (same final URL, or same canonical URL and title), kept once in
-        the search index and the reading home."""
+        the search index and the reading home. Every capture or check is a version too
+        (`result.version` says what it found); an unchanged one leaves the saved copy as it was."""
         stamp = now()
         final = result.final
         status: PageStatus | None = None
         original = None
         with self.db.atomic():
             was = self._status(result.url)
-            self._record_attempts(result)
+            before = Before(self.db, result.url, had_capture)
+            result.version = self._record_version(result, extraction, before, stamp)
+            # an unchanged page's one request is its version row: a weekly check of 10,000 pages adds little
+            self._record_attempts(result, rows=not (result.version == VersionState.SAME and len(result.attempts) == 1))
             update: dict[str, object] = {"checked_at": stamp}
-            if final.ok and final.status == 304:
+            if final.ok and result.version == VersionState.SAME:  # the saved copy stays (its text is this one's)
                 update |= {"error": None, "error_message": None, "gone_since": None}
+                extraction = None
             elif final.ok:
                 status, original = self._identify(result.url, final.final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
                 update |= _capture_values(result, stamp, status, original, extraction)
@@ -64,8 +70,13 @@ class RowWriters(InventoryWrites, DuplicateWrites):
             crash_point("commit")
         return status
 
-    def _record_attempts(self, result: PageResult) -> None:
-        """The page's requests of this run, one `attempts` row each, and their count on the page."""
+    def _record_attempts(self, result: PageResult, *, rows: bool = True) -> None:
+        """The page's requests of this run, one `attempts` row each (unless not `rows`), and their count on the page."""
+        if rows:
+            self._attempt_rows(result)
+        self.db.execute("update pages set attempts = coalesce(attempts, 0) + ? where url = ?", [len(result.attempts), result.url])
+
+    def _attempt_rows(self, result: PageResult) -> None:
         _insert_many(
             self.db,
             "attempts",
@@ -84,7 +95,6 @@ class RowWriters(InventoryWrites, DuplicateWrites):
                 for a in result.attempts
             ],
         )
-        self.db.execute("update pages set attempts = coalesce(attempts, 0) + ? where url = ?", [len(result.attempts), result.url])
 
     def _failure_values(self, result: PageResult, stamp: str, *, had_capture: bool) -> dict[str, object]:
         """The page's columns after a fetch that failed: a page captured before keeps its copy
@@ -171,6 +181,7 @@ class RowWriters(InventoryWrites, DuplicateWrites):
             was = self._status(url)
             update = {**values, "rendered_at": now() if done else None}
             if extraction is not None and values.get("status"):
+                self._record_render_version(url, values, extraction, now())
                 status, original = self._identify(url, final_url, PageStatus(values["status"]), extraction)
                 update |= {"status": status, "same_as": original, "canonical": extraction.canonical}
             _update_page(self.db, url, update)

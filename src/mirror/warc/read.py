@@ -17,7 +17,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 
 from .._types import WarcLocation
-from .write import PAGE_HEADER, WARC_DIR
+from .write import PAGE_HEADER, WARC_DIR, Original
 
 
 class WarcError(ValueError):
@@ -96,6 +96,21 @@ def record_id(archive_dir: Path, location: WarcLocation) -> str | None:
         for record in ArchiveIterator(data):
             return record.rec_headers.get_header("WARC-Record-ID")
     except (WarcError, ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+        return None
+    return None
+
+
+def original(archive_dir: Path, location: WarcLocation) -> Original | None:
+    """What a revisit of the response record at `location` names (None: unreadable, or no response)."""
+    try:
+        data, _ = _record_bytes(archive_dir, location)
+        for record in ArchiveIterator(data):
+            headers = record.rec_headers
+            if record.rec_type != "response" or not headers.get_header("WARC-Payload-Digest"):
+                return None
+            return Original(headers.get_header("WARC-Record-ID"), headers.get_header("WARC-Target-URI"),
+                            headers.get_header("WARC-Date"), headers.get_header("WARC-Payload-Digest"))
+    except (WarcError, ArchiveLoadFailed, ValueError, EOFError, zlib.error, OSError):
         return None
     return None
 

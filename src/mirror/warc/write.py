@@ -55,6 +55,19 @@ class Capture:
     target: str | None = None  # the request line's target as sent (default: from `url`, percent-encoded)
 
 
+@dataclass(frozen=True)
+class Original:
+    """A response record that a later capture repeats byte for byte: what its revisit record names."""
+
+    record_id: str
+    url: str
+    date: str
+    payload_digest: str
+
+
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest"
+
+
 @dataclass
 class Derived:
     """Something we made from a capture, not received: a rendered DOM, a screenshot.
@@ -89,23 +102,34 @@ class CaptureWriter:
         """A response record and its request record; returns where the response is."""
         return self.write_many([capture])[0]
 
+    def write_revisit(self, capture: Capture, original: Original) -> WarcLocation:
+        """A revisit record (identical-payload-digest profile: the HTTP head, no body) for a capture
+        whose payload is `original`'s; returns where it is. Its request record is left out (it asked
+        what the original's asked), and so is the page header (crash recovery reads responses only):
+        a re-check of an unchanged page adds a few hundred bytes."""
+        return self._append([_revisit_record(capture, _now(), original)], [0])[0]
+
     def write_many(self, items: list[Capture | Derived]) -> list[WarcLocation]:
         """Several records in one file with one flush: a browser capture is all or nothing.
 
         Returns the location of each item (of the response record for a Capture).
         """
-        out = self._current()
         builder: WARCWriter | None = None  # for derived records only: it looks the host name up
         members: list[bytes] = []
         heads: list[int] = []  # index in members of each item's located record
         for item in items:
             heads.append(len(members))
             if isinstance(item, Capture):
-                members += _capture_records(item, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # WARC 1.0: seconds
+                members += _capture_records(item, _now())
             else:
                 level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
                 builder = builder or WARCWriter(None, gzip=False)
                 members.append(_gzip_member(_derived_record(builder, item), level))
+        return self._append(members, heads)
+
+    def _append(self, members: list[bytes], heads: list[int]) -> list[WarcLocation]:
+        """Records (gzip members) appended with one flush; the locations of those at `heads`."""
+        out = self._current()
         start = out.tell()
         try:
             out.write(b"".join(members))
@@ -167,16 +191,42 @@ def _gzip_member(record, level: int) -> bytes:
     return compressor.compress(buffer.getvalue()) + compressor.flush()
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # WARC 1.0: seconds
+
+
+def payload_digest(body: BinaryIO) -> str:
+    """The WARC-Payload-Digest a response record of `body` has."""
+    digest = hashlib.sha1()
+    for piece in _pieces(body):
+        digest.update(piece)
+    return _sha1(digest)
+
+
+def _response_head(capture: Capture) -> StatusAndHeaders:
+    """The response's status line and headers as stored: framing replaced by the payload's length."""
+    headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
+    capture.body.seek(0, io.SEEK_END)
+    headers.append(("Content-Length", str(capture.body.tell())))
+    status_line = f"{capture.status} {capture.reason or ''}".strip()
+    return StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
+
+
+def _revisit_record(capture: Capture, date: str, original: Original) -> bytes:
+    """The head of `capture`'s response, as a revisit of `original` (whose payload it repeats)."""
+    http_response = _response_head(capture)
+    extra = [(k, v) for k, v in (capture.extra_warc_headers or {}).items() if k != PAGE_HEADER]
+    extra += [("WARC-Profile", REVISIT_PROFILE), ("WARC-Refers-To", original.record_id),
+              ("WARC-Refers-To-Target-URI", original.url), ("WARC-Refers-To-Date", original.date)]
+    return _record("revisit", _record_id(), capture.url, date, extra, http_response, None, GZIP_LEVEL, original.payload_digest)
+
+
 def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
     """The response record and its request record as gzip members, byte for byte as warcio's
     writer writes them (its StatusAndHeaders serialize the HTTP headers): warcio's record
     builder reads the body twice for its digests and rescans its header list for each field it
     sets, which cost a small image more than the rest of fetching it."""
-    headers = [(k, v) for k, v in capture.response_headers if k.lower() not in _FRAMING]
-    capture.body.seek(0, io.SEEK_END)
-    headers.append(("Content-Length", str(capture.body.tell())))
-    status_line = f"{capture.status} {capture.reason or ''}".strip()
-    http_response = StatusAndHeaders(status_line, headers, protocol=capture.http_version or "HTTP/1.1")
+    http_response = _response_head(capture)
     http_request = StatusAndHeaders(
         f"{capture.method} {capture.target or _target(capture.url)} HTTP/1.1", capture.request_headers, is_http_request=True
     )
@@ -188,7 +238,7 @@ def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
 
 
 def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders,
-            body: BinaryIO | None, level: int) -> bytes:
+            body: BinaryIO | None, level: int, payload_digest: str | None = None) -> bytes:
     """One record as one gzip member; the body is read in pieces (it may be tens of megabytes)."""
     block = _head_bytes(http)
     payload, whole, size = hashlib.sha1(), hashlib.sha1(block), 0
@@ -198,8 +248,8 @@ def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[st
         size += len(piece)
     fields = [
         ("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Target-URI", url), ("WARC-Date", date), *extra,
-        ("WARC-Payload-Digest", _sha1(payload)), ("WARC-Block-Digest", _sha1(whole)),
-        ("Content-Type", f"application/http; msgtype={kind}"), ("Content-Length", str(len(block) + size)),
+        ("WARC-Payload-Digest", payload_digest or _sha1(payload)), ("WARC-Block-Digest", _sha1(whole)),
+        ("Content-Type", f"application/http; msgtype={'response' if kind == 'revisit' else kind}"), ("Content-Length", str(len(block) + size)),
     ]
     head = "WARC/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"  # as warcio: UTF-8
     compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)

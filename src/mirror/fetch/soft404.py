@@ -1,0 +1,91 @@
+"""Soft 404s: a 200 that is no article but an error page, a redirect to the site's front page, a
+parked or for-sale domain, or a "deleted" notice (in English and Chinese), and the classic probe:
+what the same host answers for a path that cannot exist. A real article that quotes those words
+is not one: a notice counts only on a short page (its title or its text)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from .._util.similar import same_text
+
+__all__ = ["Probe", "probe_url", "verdict"]
+
+SHORT_PAGE = 120  # words (a CJK character counts as one): past this a page is an article that may quote a notice
+# what sites say instead of the page, as the title or the bulk of a short page
+_NOTICES = re.compile("|".join([
+    r"你似乎来到了没有知识存在的荒原",  # zhihu
+    r"该内容已被发布者删除", r"此内容因违规无法查看", r"该公众号已迁移", r"此内容被投诉且经审核涉嫌侵权",  # WeChat
+    r"(?:该|此|本)?(?:文章|博文|内容|页面|帖子)(?:已经?被?(?:作者)?删除|不存在|已失效|走丢了)",  # CSDN, cnblogs, generic
+    r"(?:您|你)?(?:所)?(?:访问|请求|查看)的(?:页面|文章|博文|内容)(?:不存在|已被删除|找不到)",
+    r"页面(?:不存在|未找到|找不到了?)", r"找不到(?:该|此)?页面", r"404\s*(?:错误|页面)",
+    r"\b404\b[\s:.\-–—|]*(?:page\s+)?not\s+found", r"\bpage\s+(?:not\s+found|does\s*n[o']t\s+exist|cannot\s+be\s+found)",
+    r"\bthe\s+page\s+you\s+(?:requested|were\s+looking\s+for|are\s+looking\s+for)\s+(?:could\s+not|cannot|can't|does\s*n[o']t|was\s+not)",
+    r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+(?:has\s+been|was)\s+(?:deleted|removed)",
+    r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+is\s+no\s+longer\s+available",
+    r"\bthe\s+requested\s+(?:url|page|resource)\b.{0,200}?\bwas\s+not\s+found", r"^\s*(?:404\s*)?(?:page\s+)?not\s+found\s*$",
+]), re.IGNORECASE | re.MULTILINE)
+_PARKED = re.compile("|".join([
+    r"\bthis\s+domain\s+(?:name\s+)?(?:is|may\s+be)\s+for\s+sale", r"\bbuy\s+this\s+domain", r"\bdomain\s+(?:is\s+)?for\s+sale",
+    r"\bparked\s+(?:free|domain|by)", r"\bdomain\s+parking", r"sedoparking|parkingcrew|bodis\.com|dan\.com/buy-domain|afternic",
+    r"(?:该|此)?域名(?:正在|可以|已)?(?:出售|转让|待售)",
+]), re.IGNORECASE)
+_FRONT_PATHS = frozenset({"", "/", "/index.html", "/index.htm", "/index.php", "/home", "/default.aspx", "/index.shtml"})
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a host answers for a path that cannot exist: 200s there mean the host's 404 is soft."""
+
+    status: int | None
+    final_url: str
+    text: str | None
+
+
+def probe_url(url: str) -> str:
+    """A path on `url`'s server that no site has: 32 random hex digits, beside the page's own."""
+    parts = urlsplit(url)
+    folder = parts.path.rsplit("/", 1)[0] if "/" in parts.path else ""
+    return urlunsplit((parts.scheme, parts.netloc, f"{folder}/mirror-{secrets.token_hex(16)}-no-such-page", "", ""))
+
+
+def verdict(url: str, final_url: str, title: str | None, text: str | None, words: int, probe: Probe | None = None) -> str | None:
+    """Why the 200 that `url` gave (ending at `final_url`, its article `title`/`text` of `words`)
+    is a soft 404, or None when it is a page."""
+    if _front_page(url, final_url):
+        return f"redirected to the site's front page ({final_url[:200]})"
+    if words < SHORT_PAGE:
+        for what, pattern in (("a \"not found\" or \"deleted\" notice", _NOTICES), ("a parked or for-sale domain", _PARKED)):
+            found = pattern.search(title or "") or pattern.search(text or "")
+            if found:
+                return f"{what}: {found.group(0)[:80]!r}"
+    if probe is not None and probe.status is not None and 200 <= probe.status < 300:
+        if _same_place(final_url, probe.final_url) and final_url != url:
+            return f"the host sends a path that cannot exist to the same place ({final_url[:200]})"
+        if text and probe.text and same_text(text, probe.text):
+            return "the host answers a path that cannot exist with the same page"
+    return None
+
+
+def _front_page(url: str, final_url: str) -> bool:
+    """An article's address that now redirects to its site's home page."""
+    before, after = urlsplit(url), urlsplit(final_url)
+    if before.path in _FRONT_PATHS and not before.query:
+        return False  # the seed was the front page
+    return after.path in _FRONT_PATHS and not after.query and _site(after.hostname) == _site(before.hostname)
+
+
+def _same_place(a: str, b: str) -> bool:
+    pa, pb = urlsplit(a), urlsplit(b)
+    return (pa.hostname, pa.path.rstrip("/"), pa.query) == (pb.hostname, pb.path.rstrip("/"), pb.query)
+
+
+def _site(host: str | None) -> str:
+    host = (host or "").lower()
+    for prefix in ("www.", "m.", "mobile.", "amp."):
+        if host.startswith(prefix):
+            return host[len(prefix):]
+    return host

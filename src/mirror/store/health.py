@@ -1,0 +1,75 @@
+"""Link health: which pages a check asks again, what each reading list's links are now (alive,
+changed, moved, gone, soft 404, blocked, saved only from the Wayback Machine) and since when, and
+a page's versions. Functions take a `sqlite_utils.Database`, as `queries` do."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from .._types import PageStatus
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+__all__ = ["HEALTH_VIEW", "LINK_HEALTH_SQL", "link_health", "pages_to_check", "version_capture", "version_of", "versions_of"]
+
+HEALTH_VIEW = "link_health"
+# per reading list, how many of its links are in each state, and since when (the earliest)
+LINK_HEALTH_SQL = """
+select links.seed as reading_list,
+       case when pages.status = 'skipped' then 'not a web page'
+            when pages.status = 'pending' then 'not fetched yet'
+            when pages.source = 'wayback' then 'wayback only'
+            when pages.health in ('first', 'same') or (pages.health is null and pages.warc_file is not null) then 'alive'
+            when pages.health is null then 'failed'
+            else pages.health end as health,
+       count(distinct pages.url) as links,
+       min(pages.health_since) as since
+from links join pages on pages.url = links.url
+group by reading_list, health
+"""
+
+
+def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | None = None, seed: str | None = None) -> list[str]:
+    """The pages a check asks again: those not checked for `older_than` seconds (a check stopped
+    halfway resumes where it stopped), archived or never archived, that some reading list links
+    (`seed`'s, when given), on `site` (a host and its subdomains) when given."""
+    cutoff = (datetime.now(UTC) - timedelta(seconds=older_than)).isoformat(timespec="seconds")
+    where = ["status != ?", "(checked_at is null or checked_at <= ?)"]
+    values: list[object] = [PageStatus.SKIPPED, cutoff]
+    if seed is not None:
+        where.append("exists (select 1 from links where links.url = pages.url and links.seed = ?)")
+        values.append(seed)
+    else:
+        where.append("exists (select 1 from links where links.url = pages.url)")
+    if site is not None:
+        site = site.lower().strip().removeprefix("www.")
+        where.append("(host = ? or host = ? or host like ?)")
+        values += [site, f"www.{site}", f"%.{site}"]
+    rows = db.execute(f"select url from pages where {' and '.join(where)} order by checked_at is not null, checked_at, id", values)
+    return [row[0] for row in rows]
+
+
+def link_health(db: sqlite_utils.Database) -> list[dict]:
+    """Per reading list and state: how many links, since when."""
+    return [dict(row) for row in db.query(f"select * from {HEALTH_VIEW} order by reading_list, links desc")]
+
+
+def versions_of(db: sqlite_utils.Database, url: str) -> list[dict]:
+    """A page's versions, newest first."""
+    return list(db.query("select * from versions where page_url = ? order by id desc", [url]))
+
+
+def version_of(db: sqlite_utils.Database, page_id: int, version_id: int) -> dict | None:
+    """One version of the page `page_id` (None: no such version of that page)."""
+    return next(db.query("select versions.* from versions join pages on pages.url = versions.page_url "
+                         "where pages.id = ? and versions.id = ?", [page_id, version_id]), None)
+
+
+def version_capture(db: sqlite_utils.Database, version: dict) -> dict | None:
+    """The response record that holds a version's payload: its own, or for a revisit the
+    version whose bytes it repeats (None: the check got no answer worth keeping)."""
+    if version.get("revisit_of"):
+        version = next(db.query("select * from versions where id = ?", [version["revisit_of"]]), None) or {}
+    return version if version.get("warc_file") else None

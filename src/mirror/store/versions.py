@@ -1,0 +1,135 @@
+"""Versions: every capture and check of a page is a row of `versions`, with what it found against
+the version before (first, same, changed, moved, gone, soft 404, blocked, failed); `pages` keeps
+the latest good copy and, in `health`, what the latest check found."""
+
+from __future__ import annotations
+
+import functools
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from .._types import Exchange, Extraction, PageResult, Reason, Source, VersionState
+from .._util.similar import changed_fraction, same_text, text_hash
+from ._sql import _insert_many
+from .queries import warc_values
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+__all__ = ["DEAD_AFTER", "Before", "VersionWrites", "version_state"]
+
+DEAD_AFTER = 24 * 3600.0  # seconds: a host dead on two checks this far apart has taken its pages with it
+_GONE_STATUSES = frozenset({404, 410})
+_DEAD_HOST = frozenset({Reason.DNS, Reason.CONNECT})
+
+
+class Before:
+    """What the page was before this capture: its saved copy's text and address, and its latest versions."""
+
+    def __init__(self, db: sqlite_utils.Database, url: str, had_capture: bool):
+        row = db.execute("select final_url, warc_file, warc_offset from pages where url = ?", [url]).fetchone() if had_capture else None
+        self.db, self.url, self.had_capture = db, url, had_capture
+        self.final_url, file, offset = row if row else (None, None, None)
+        saved = db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?",
+                           [url, file, offset]).fetchone() if file else None
+        self.saved_version = saved[0] if saved else None  # the version the saved copy is
+        alive = db.execute("select max(id) from versions where page_url = ? and (error is null or error not in (?, ?))",
+                           [url, *_DEAD_HOST]).fetchone()[0]
+        # the first of the checks since then that found the host dead (None: it answered last time)
+        self.dead_since = db.execute("select min(captured_at) from versions where page_url = ? and id > ? and error in (?, ?)",
+                                     [url, alive or 0, *_DEAD_HOST]).fetchone()[0]
+
+
+    @functools.cached_property
+    def text(self) -> str | None:
+        """The saved copy's article text (read only when a new text is to be compared with it)."""
+        if not self.had_capture:
+            return None
+        return self.db.execute("select text from pages where url = ?", [self.url]).fetchone()[0]
+
+
+def version_state(result: PageResult, extraction: Extraction | None, before: Before) -> tuple[VersionState, float | None, str | None]:
+    """What this capture or check found: its state, how much the text changed, and why (for a person)."""
+    final = result.final
+    if final.ok:
+        if not before.had_capture:
+            return VersionState.FIRST, None, None
+        if final.status == 304 or final.revisit:  # (the HTTP status, or revisit_of, says which)
+            return VersionState.SAME, 0.0, None
+        text = extraction.text if extraction is not None else None
+        changed = changed_fraction(before.text, text)
+        if changed == 0.0 or same_text(before.text, text):
+            moved = final.redirects and before.final_url and not _same_address(final.final_url, before.final_url)
+            if moved:
+                return VersionState.MOVED, changed, f"now at {final.final_url[:300]}"
+            if changed == 0.0:
+                return VersionState.SAME, 0.0, None
+        return VersionState.CHANGED, changed, None
+    error = final.error
+    if error == Reason.SOFT_404:
+        return VersionState.SOFT_404, None, final.message
+    if error == Reason.BLOCKED:
+        return VersionState.BLOCKED, None, final.message
+    if final.status in _GONE_STATUSES:
+        return VersionState.GONE, None, final.message
+    if error in _DEAD_HOST and before.dead_since and _age(before.dead_since) >= DEAD_AFTER:
+        return VersionState.GONE, None, f"{final.message} (the host has been dead since {before.dead_since})"
+    return VersionState.FAILED, None, final.message
+
+
+class VersionWrites:
+    """The versions part of `RowWriters` (its state is the archive's)."""
+
+    db: sqlite_utils.Database
+
+    def _record_version(self, result: PageResult, extraction: Extraction | None, before: Before, stamp: str) -> VersionState:
+        """One `versions` row for this capture or check, and the page's `health`."""
+        state, changed, note = version_state(result, extraction, before)
+        final: Exchange = result.final
+        self._add_version(result.url, stamp, Source.WAYBACK if result.source == Source.WAYBACK else Source.LIVE, state, extraction, {
+            "http_status": final.status,
+            "final_url": final.final_url,
+            "error": None if final.ok else final.error,
+            "note": note,
+            "changed": changed,
+            **warc_values(final.location),
+            "revisit_of": before.saved_version if final.revisit else None,
+        })
+        return state
+
+    def _record_render_version(self, url: str, values: dict[str, object], extraction: Extraction, stamp: str) -> None:
+        """A browser capture that became the page's article: a version of its own (`how` browser)."""
+        before = Before(self.db, url, True).text
+        changed = changed_fraction(before, extraction.text)
+        state = VersionState.FIRST if before is None else VersionState.SAME if changed == 0 else VersionState.CHANGED
+        self._add_version(url, stamp, "browser", state, extraction, {
+            "http_status": values.get("http_status"), "final_url": values.get("final_url"), "changed": changed if before else None,
+            **{k: values.get(k) for k in ("warc_file", "warc_offset", "warc_length")},
+        })
+
+    def _add_version(self, url: str, stamp: str, how: str, state: VersionState, extraction: Extraction | None, more: dict) -> None:
+        """One `versions` row, and the page's `health` (since when it has been so)."""
+        row = {
+            "page_url": url, "captured_at": stamp, "how": how, "state": state,
+            "text_hash": text_hash(extraction.text) if extraction is not None else None,
+            "word_count": extraction.word_count if extraction is not None else None,
+            "title": extraction.title if extraction is not None else None,
+            **more,
+        }
+        if row.get("final_url") == url:
+            row["final_url"] = None  # (null: the page's own URL)
+        _insert_many(self.db, "versions", [row])
+        since = "case when health = ? then coalesce(health_since, ?) else ? end"
+        self.db.execute(f"update pages set health = ?, health_since = {since} where url = ?", [state, state, stamp, stamp, url])
+
+
+def _same_address(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _age(stamp: str) -> float:
+    try:
+        return time.time() - datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
