@@ -29,8 +29,8 @@ RANKS = {
     "store": 5,
     # the runs: chromium's pass, then the fetch run that drives everything below
     "browser": 6, "fetch": 7,
-    # search: queries over the store
-    "search": 8,
+    # search and exports: reading the store
+    "search": 8, "export": 8,
     # the faces: the datasette plugin and the command line
     "plugin": 9, "cli": 9, "__init__": 9, "__main__": 9,
 }

@@ -104,7 +104,7 @@ def test_a_large_inventory_in_many_chunks_is_recorded_once(tmp_path, monkeypatch
         first = archive.record_inventory(inventory)
         links = archive.conn.execute("select rowid, * from links order by rowid").fetchall()
         assert [row[1:] for row in links] == [
-            (l.seed, l.line, l.col, l.url, l.url_as_written, l.title, l.section) for l in inventory.links
+            (l.seed, l.line, l.col, l.url, l.url_as_written, l.title, l.section, l.tags, l.added) for l in inventory.links
         ]
         assert archive.conn.execute("select title from links where url = 'https://nul.example/'").fetchone() == ("控制\x00字符",)
         pages = archive.conn.execute("select id, url, seeds, sections from pages order by id").fetchall()

@@ -194,6 +194,7 @@ def test_check_selects_by_age_site_and_reading_list_and_resumes(cli, tmp_path, w
     assert check(cli, "--seed", "b.md")["checked"] == 1
     assert web2.recorder.hits["/b"] == 2 and web.recorder.hits["/a"] == 1
     assert check(cli, "--site", "127.0.0.1")["checked"] == 1
+    assert check(cli, "--site", "%")["checked"] == 0 and check(cli, "--site", "_27.0.0.1")["checked"] == 0  # no wildcards
     health = {(row["reading_list"], row["health"]): row["links"] for row in check(cli)["health"]}
     assert health == {("a.md", "alive"): 1, ("b.md", "alive"): 1}
 
@@ -246,3 +247,15 @@ def test_an_archive_from_before_versions_gets_its_copies_as_first_versions(cli, 
     [first] = versions(tmp_path, url)
     assert first["state"] == "first" and first["text_hash"] and first["warc_file"]
     assert db_of(tmp_path)["pages"].get(url)["health"] == "first"
+
+
+def test_a_check_falls_back_to_the_wayback_machine_as_fetch_does(cli, tmp_path, web):
+    dead = web.url("/dead-page")
+    assert cli("fetch", dead, *QUICK).exit_code == 0
+    assert db_of(tmp_path)["pages"].get(dead)["status"] == "failed"
+    report = check(cli, "--wayback", "--wayback-api", web.url(""))
+    assert report["states"] == {"first": 1}
+    [first] = [v for v in versions(tmp_path, dead) if v["state"] == "first"]
+    assert first["how"] == "wayback" and db_of(tmp_path)["pages"].get(dead)["source"] == "wayback"
+    health = {row["health"]: row["links"] for row in report["health"]}
+    assert health == {"wayback only": 1}

@@ -164,6 +164,8 @@ class Link:
     section: str | None = None
     skip_reason: str | None = None
     candidates: tuple[str, ...] = ()  # glued-URL repairs, tried after a 404
+    tags: str | None = None  # comma-separated, from a bookmark service's export
+    added: str | None = None  # when it was saved there (ISO)
 
 
 @dataclass(frozen=True)

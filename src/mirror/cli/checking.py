@@ -72,8 +72,7 @@ def check(
 
         urls = pages_to_check(store.db, older_than=older_than, site=site, seed=seed)
     if not urls:
-        what = " of that site" if site else ""
-        err.print(f"nothing to check: every page{what} was checked in the last {_readable_age(older_than)} (--older-than 0 checks them all)")
+        err.print(_nothing_to_check(archive, older_than, site, seed))
         if as_json:
             print_json({"checked": 0, "states": {}, "pages": [], "health": _health(archive)})
         return
@@ -119,6 +118,17 @@ def _tell(report: dict) -> None:
         err.print(f"  {_WORDS.get(state, str(state).replace('_', ' '))}{how}  {safe(page['url'])}{note}")
     if len(report["pages"]) > 30:
         err.print(f"  … and {len(report['pages']) - 30} more (--json lists them all)")
+
+
+def _nothing_to_check(archive: Path, older_than: float, site: str | None, seed: str | None) -> str:
+    with open_archive(archive) as store:
+        pages = store.db.execute("select count(*) from pages where status != 'skipped'").fetchone()[0]
+    if not pages:
+        return "nothing to check: the archive has no pages yet (`mirror fetch` first)"
+    if site or seed:
+        which = " and ".join(x for x in (f"site {safe(site)!r}" if site else "", f"reading list {safe(seed)!r}" if seed else "") if x)
+        return f"nothing to check for {which}: no page of it is due (checked in the last {_readable_age(older_than)}, or none there)"
+    return f"nothing to check: every page was checked in the last {_readable_age(older_than)} (--older-than 0 checks them all)"
 
 
 def _readable_age(seconds: float) -> str:

@@ -13,6 +13,7 @@ import typer
 
 from ._common import err, safe
 from .checking import check
+from .exporting import export_app
 from .fetching import fetch, reindex
 from .links import links
 from .reading import search_command, show
@@ -32,6 +33,7 @@ app.command()(reindex)
 app.command("search")(search_command)
 app.command()(show)
 app.command()(serve)
+app.add_typer(export_app, name="export")
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import warc
-from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason
+from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source
 from .._util.faults import crash_point
 from ..browser import render_pass
 from ..extract.pool import extraction_pool, safe_extract
@@ -167,7 +167,8 @@ class _Run:
         """The article, or None when the answer is a soft 404 (the page then fails with its reason).
         A check also asks the host for a path that cannot exist, once (`soft404`)."""
         final = result.final
-        probe = await self.probe(final.final_url) if self.options.check and final.status == 200 else None
+        live = result.source == Source.LIVE  # (the Wayback Machine's answer for a path that cannot exist says nothing of the site)
+        probe = await self.probe(final.final_url) if self.options.check and final.status == 200 and live else None
         reason = soft404.verdict(result.url, final.final_url, article.title, article.text, article.word_count, probe)
         if reason is None:
             return article

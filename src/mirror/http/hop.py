@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from .._types import Exchange, Reason, http_error
 from .. import warc
+from .._types import Exchange, Reason, http_error
 from ..warc import PAGE_HEADER, Capture
 from . import direct as _direct
 from .blocked import HINT, blocked_reason

@@ -23,8 +23,8 @@ from ..store import health, queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
-from .versions import versions_for_reader
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
+from .versions import versions_for_reader
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"

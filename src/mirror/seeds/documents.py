@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._types import COMMAND_LINE, Link
 from .._util.gc import gc_paused
+from . import imports
 from .links import _Found, _make_link
 from .text import parse_text
 
@@ -81,15 +82,23 @@ def _read_one(path: Path, name: str, inventory: Inventory) -> None:
     if not text.strip():
         inventory.warnings.append(f"{name}: empty, no links")
         return
-    if _looks_like_html(path, text):
-        from .html import parse_html
-
-        links = parse_html(text, name)
-    else:
-        links = parse_text(text, name)
+    links = _parse(path, text, name, inventory.warnings.append)
     if not links:
         inventory.warnings.append(f"{name}: no links found")
     inventory.links.extend(links)
+
+
+def _parse(path: Path, text: str, name: str, warn) -> list[Link]:
+    """The links of one seed, read as what it is: an export (JSON, CSV, a feed), HTML, or text."""
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".csv", ".rss", ".atom", ".opml") or (suffix in (".xml", "") and imports.FEED.match(text[:2000])):
+        parse = {".json": imports.parse_json, ".csv": imports.parse_csv}.get(suffix, imports.parse_feed)
+        return parse(text, name, warn)
+    if _looks_like_html(path, text):
+        from .html import parse_html
+
+        return parse_html(text, name)
+    return parse_text(text, name)
 
 
 def decode_seed(data: bytes) -> tuple[str | None, str | None]:

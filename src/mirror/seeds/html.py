@@ -6,6 +6,7 @@ import lxml.html
 
 from .._types import Link
 from . import urls
+from .imports import tag_list, when
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 
@@ -36,6 +37,9 @@ def parse_html(text: str, seed: str) -> list[Link]:
                 title=" ".join(anchor.text_content().split()) or None,
                 section=_section(anchor, headings.get(anchor)),
                 skip_reason=reason,
+                # Pocket's export and the Netscape bookmark file keep these as attributes
+                tags=tag_list(anchor.get("tags")),
+                added=when(anchor.get("time_added") or anchor.get("add_date")),
             )
         )
     return links

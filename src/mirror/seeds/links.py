@@ -84,7 +84,7 @@ def _link(url, url_as_written, seed, line, col, title, section, skip_reason, can
     link = _new_object(Link)
     _set_attribute(link, "__dict__", {
         "url": url, "url_as_written": url_as_written, "seed": seed, "line": line, "col": col,
-        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates,
+        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates, "tags": None, "added": None,
     })
     return link
 

@@ -4,6 +4,7 @@ a page's versions. Functions take a `sqlite_utils.Database`, as `queries` do."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["HEALTH_VIEW", "LINK_HEALTH_SQL", "link_health", "pages_to_check", "version_capture", "version_of", "versions_of"]
 
 HEALTH_VIEW = "link_health"
+_CENTURY = 100 * 365 * 86400.0  # an age past this is "ever"
 # per reading list, how many of its links are in each state, and since when (the earliest)
 LINK_HEALTH_SQL = """
 select links.seed as reading_list,
@@ -35,7 +37,7 @@ def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | 
     """The pages a check asks again: those not checked for `older_than` seconds (a check stopped
     halfway resumes where it stopped), archived or never archived, that some reading list links
     (`seed`'s, when given), on `site` (a host and its subdomains) when given."""
-    cutoff = (datetime.now(UTC) - timedelta(seconds=older_than)).isoformat(timespec="seconds")
+    cutoff = (datetime.now(UTC) - timedelta(seconds=min(older_than, _CENTURY))).isoformat(timespec="seconds")
     where = ["status != ?", "(checked_at is null or checked_at <= ?)"]
     values: list[object] = [PageStatus.SKIPPED, cutoff]
     if seed is not None:
@@ -45,8 +47,8 @@ def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | 
         where.append("exists (select 1 from links where links.url = pages.url)")
     if site is not None:
         site = site.lower().strip().removeprefix("www.")
-        where.append("(host = ? or host = ? or host like ?)")
-        values += [site, f"www.{site}", f"%.{site}"]
+        where.append("(host = ? or host = ? or host like ? escape '\\')")
+        values += [site, f"www.{site}", "%." + re.sub(r"([%_\\])", r"\\\1", site)]
     rows = db.execute(f"select url from pages where {' and '.join(where)} order by checked_at is not null, checked_at, id", values)
     return [row[0] for row in rows]
 

@@ -99,10 +99,11 @@ class InventoryWrites:
         )
 
 
-_LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section")
+_LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section", "tags", "added")
 _link_values = operator.attrgetter(*_LINK_COLUMNS[1:])  # a links row but its seed, in that order
-_link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "seed", "line", "col")
-_UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section = ? where seed = ? and line = ? and col = ?"
+_link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "tags", "added", "seed", "line", "col")
+_UPDATE_LINK = ("update links set url = ?, url_as_written = ?, title = ?, section = ?, tags = ?, added = ? "
+                "where seed = ? and line = ? and col = ?")
 _PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "id", "seeds", "sections")  # and first_seen
 _PLAIN_PAGE_COLUMNS = ("url", "host", "id", "seeds", "sections")  # a pending page: no error, no repairs
 # a page's seed files and sections, in the order their links were written (the links.url index's order)
@@ -134,7 +135,7 @@ def _diff_links(conn: sqlite3.Connection, inventory: Inventory) -> _LinkDiff:
         old = existing.get(key)
         if old is None:
             inserted.append(link)
-        elif old != (link.url, link.url_as_written, link.title, link.section):
+        elif old != (link.url, link.url_as_written, link.title, link.section, link.tags, link.added):
             changed.append(link)
             touched.update((old[0], link.url))
     return _LinkDiff(len(stale), inserted, changed, touched, Counter(key[0] for key in final))
@@ -169,11 +170,11 @@ def _drop_indexes(conn: sqlite3.Connection, table: str, adding: int) -> list[str
 
 
 def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[tuple[str, int, int], tuple]:
-    """(seed, line, col) -> (url, url_as_written, title, section) of the links recorded for `seeds`."""
+    """(seed, line, col) -> (url, url_as_written, title, section, tags, added) of the links recorded for `seeds`."""
     rows = {}
     for seed in seeds:
         for line, col, *values in conn.execute(
-            "select line, col, url, url_as_written, title, section from links where seed = ?", [seed]
+            "select line, col, url, url_as_written, title, section, tags, added from links where seed = ?", [seed]
         ):
             rows[(seed, line, col)] = tuple(values)
     return rows

@@ -35,6 +35,8 @@ LINKS_COLUMNS = {
     "url_as_written": str,
     "title": str,
     "section": str,
+    "tags": str,  # comma-separated, from a bookmark service's export (Pinboard, Pocket, Raindrop, a feed's categories)
+    "added": str,  # when the link was saved there (ISO)
 }
 # One row per page (normalized URL). Later stages add their own columns.
 PAGES_COLUMNS = {
@@ -231,9 +233,9 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
-# 7: versions, pages.health
+# 7: versions, pages.health; 8: links.tags and added (imports)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions,
+    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

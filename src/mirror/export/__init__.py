@@ -1,0 +1,18 @@
+"""The archive taken anywhere: exports that other tools read without mirror.
+
+    markdown  one Markdown file per article (YAML front matter, images beside it), an index per
+              reading list: a folder that opens as an Obsidian vault
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .markdown import ExportSummary, export_markdown
+
+__all__ = ["ExportSummary", "export_markdown"]
+
+__getattr__ = lazy_exports(__name__, {"ExportSummary": ".markdown", "export_markdown": ".markdown"})

@@ -1,0 +1,177 @@
+"""The archive as a folder of Markdown: one file per article with YAML front matter, its archived
+images saved beside it and linked relatively, and one index per reading list in the list's own
+order and sections. It opens as an Obsidian vault. File names are the titles (Chinese kept,
+characters no file system takes replaced, collisions numbered); a re-export rewrites only what
+changed."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._types import PageStatus, ResourceStatus
+from .._util.text import strip_controls
+from ..store.queries import warc_location
+from ..warc import WarcError, read_payload
+
+__all__ = ["ExportSummary", "export_markdown"]
+
+ASSETS = "assets"  # images, one folder per article: assets/<file stem>/<n>.<ext>
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*#^\[\]]')  # Windows' and Obsidian's (links, tags, blocks)
+_IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((<[^>\n]*>|[^)\s]*)\)")
+MAX_STEM = 80  # characters of a title in its file name
+
+
+@dataclass
+class ExportSummary:
+    articles: int = 0
+    written: int = 0  # files written because they changed (articles, images and indexes)
+    unchanged: int = 0
+    images: int = 0
+    missing_images: int = 0  # shown by an article but never archived: left as a note
+    files: list[Path] = field(default_factory=list)
+
+
+def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None,
+                    since: str | None = None) -> ExportSummary:
+    """Write the archived articles (of `seed`, of `site`, captured `since` an ISO date) under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = ExportSummary()
+    pages = list(_pages(db, seed, site, since))
+    names = _file_names(pages)
+    for page in pages:
+        summary.articles += 1
+        stem = names[page["url"]]
+        body = _images(db, archive_dir, out, stem, page, summary)
+        _write(out / f"{stem}.md", _front_matter(page, _origins(db, page["url"])) + body.rstrip("\n") + "\n", summary)
+    for reading_list, sections in _reading_lists(db, seed, names).items():
+        _write(out / f"{_safe_stem(Path(reading_list).stem)} (reading list).md", _index(reading_list, sections), summary)
+    return summary
+
+
+def _pages(db, seed: str | None, site: str | None, since: str | None) -> Iterator[dict]:
+    where, values = ["status = ?"], [PageStatus.ARCHIVED.value]
+    if seed:
+        where.append("exists (select 1 from links where links.url = pages.url and links.seed = ?)")
+        values.append(seed)
+    if site:
+        site = site.lower().removeprefix("www.")
+        where.append("(host = ? or host = ? or substr(host, -length(?) - 1) = '.' || ?)")
+        values += [site, f"www.{site}", site, site]
+    if since:
+        where.append("fetched_at >= ?")
+        values.append(since)
+    yield from db.query(
+        "select id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown, images "
+        f"from pages where {' and '.join(where)} order by id", values)
+
+
+def _file_names(pages: list[dict]) -> dict[str, str]:
+    """Each page's file stem: its title made safe, numbered after the first page with that name
+    (by page id, so a re-export gives every page the name it had)."""
+    taken: dict[str, int] = {}
+    names = {}
+    for page in pages:
+        stem = _safe_stem(page["title"] or page["url"].split("://", 1)[-1])
+        count = taken.get(stem.lower(), 0) + 1
+        taken[stem.lower()] = count
+        names[page["url"]] = stem if count == 1 else f"{stem} ({count})"
+    return names
+
+
+def _safe_stem(text: str) -> str:
+    stem = " ".join(_UNSAFE.sub(" ", strip_controls(text)).split())[:MAX_STEM].strip(" .")
+    return stem or "untitled"
+
+
+def _images(db, archive_dir: Path, out: Path, stem: str, page: dict, summary: ExportSummary) -> str:
+    """The article's Markdown with each archived image saved under assets/ and linked relatively;
+    an image never archived becomes a note with its alt text (every image link resolves)."""
+    numbers: dict[str, int] = {}
+
+    def image(match: re.Match) -> str:
+        alt, url = match[1], match[2].strip("<>")
+        row = next(db.query("select warc_file, warc_offset, warc_length, content_type from resources "
+                            "where url = ? and status = ? order by fetched_at desc limit 1", [url, ResourceStatus.ARCHIVED.value]), None)
+        if row is None:
+            summary.missing_images += 1
+            return f"*[image not archived{': ' + alt if alt else ''}]*"
+        number = numbers.setdefault(url, len(numbers) + 1)
+        extension = mimetypes.guess_extension((row["content_type"] or "").split(";")[0].strip()) or ".bin"
+        relative = f"{ASSETS}/{stem}/{number}{extension}"
+        try:
+            _, body = read_payload(archive_dir, warc_location(row))
+        except (WarcError, OSError):
+            summary.missing_images += 1
+            return f"*[image not readable{': ' + alt if alt else ''}]*"
+        (out / ASSETS / stem).mkdir(parents=True, exist_ok=True)
+        _write(out / relative, body, summary)
+        summary.images += 1
+        return f"![{alt}](<{relative}>)"
+
+    return _IMAGE.sub(image, page["markdown"] or "")
+
+
+def _origins(db, url: str) -> list[dict]:
+    return list(db.query("select seed, section from links where url = ? order by seed, line", [url]))
+
+
+def _front_matter(page: dict, origins: list[dict]) -> str:
+    """YAML front matter (each value written as JSON, which is YAML): what the article is and where it came from."""
+    fields = {
+        "title": page["title"], "url": page["url"], "author": page["author"], "date": page["date"], "site": page["sitename"],
+        "language": page["language"], "captured": page["fetched_at"], "source": page["source"],
+        "reading_lists": sorted({o["seed"] for o in origins}), "sections": sorted({o["section"] for o in origins if o["section"]}),
+        "status": page["health"] or "archived",
+    }
+    lines = [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items() if value not in (None, [], "")]
+    return "---\n" + "\n".join(lines) + "\n---\n\n"
+
+
+def _reading_lists(db, seed: str | None, names: dict[str, str]) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
+    """Each reading list's exported articles in its own order, grouped by section."""
+    where, values = ("where links.seed = ?", [seed]) if seed else ("", [])
+    lists: dict[str, list] = {}
+    seen: set[tuple[str, str]] = set()
+    for row in db.query(f"select links.seed, links.section, links.url, coalesce(links.title, pages.title) as title from links "
+                        f"join pages on pages.url = links.url {where} order by links.seed, links.line, links.col", values):
+        if row["url"] not in names or (row["seed"], row["url"]) in seen:
+            continue
+        seen.add((row["seed"], row["url"]))
+        sections = lists.setdefault(row["seed"], [])
+        if not sections or sections[-1][0] != row["section"]:
+            sections.append((row["section"], []))
+        sections[-1][1].append((names[row["url"]], row["title"] or names[row["url"]]))
+    return lists
+
+
+def _index(reading_list: str, sections: list[tuple[str | None, list[tuple[str, str]]]]) -> str:
+    lines = [f"# {reading_list}", ""]
+    for section, entries in sections:
+        if section:
+            lines += [f"## {section}", ""]
+        lines += [f"- [{_label(title)}](<{stem}.md>)" for stem, title in entries]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _label(text: str) -> str:
+    return re.sub(r"([\\\[\]])", r"\\\1", " ".join(strip_controls(text).split()))
+
+
+def _write(path: Path, content: str | bytes, summary: ExportSummary) -> None:
+    """Write `path` only when its content changed (a re-export touches nothing else)."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        if path.read_bytes() == data:
+            summary.unchanged += 1
+            return
+    except OSError:
+        pass
+    path.write_bytes(data)
+    summary.written += 1
+    summary.files.append(path)

@@ -1,0 +1,122 @@
+"""Imports as seeds (issue 28 item 4): the exports of the services people leave, each read from a
+real-shaped sample, with titles, tags and dates kept, and bad rows reported with their line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import links_json
+
+POCKET_HTML = """<!DOCTYPE html>
+<html><head><meta http-equiv="Content-Type" content="text/html; charset=UTF-8"><title>Pocket Export</title></head>
+<body><h1>Unread</h1>
+<ul>
+<li><a href="https://zhuanlan.zhihu.com/p/1?utm_source=pocket" time_added="1700000000" tags="mlsys,注意力">FlashAttention 详解</a></li>
+<li><a href="https://example.com/b" time_added="1700000100" tags="">Untagged</a></li>
+</ul>
+<h1>Read Archive</h1>
+<ul>
+<li><a href="https://example.com/read" time_added="1690000000" tags="done">Read one</a></li>
+</ul></body></html>
+"""
+POCKET_CSV = """title,url,time_added,tags,status
+FlashAttention 详解,https://zhuanlan.zhihu.com/p/1,1700000000,mlsys|注意力,unread
+"Quoted, with comma",https://example.com/q,1700000100,,archive
+no url here,,1700000200,,unread
+"""
+PINBOARD = [
+    {"href": "https://arxiv.org/abs/2205.14135", "description": "FlashAttention", "extended": "", "tags": "attention gpu",
+     "time": "2023-01-02T03:04:05Z", "shared": "no", "toread": "yes"},
+    {"description": "no href"},
+    {"href": "https://github.com/Dao-AILab/flash-attention", "description": "repo", "tags": "", "time": "2023-01-03T00:00:00Z"},
+]
+RAINDROP_CSV = """id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite
+1,张量并行,,,https://www.cnblogs.com/x/p/1.html,Unsorted,"并行, 分布式",2024-05-06T07:08:09.000Z,,,false
+2,Missing,,,,Unsorted,,2024-05-06T07:08:09.000Z,,,false
+"""
+INSTAPAPER_CSV = """URL,Title,Selection,Folder,Timestamp
+https://mp.weixin.qq.com/s/abc,微信文章,,Unread,1710000000
+"""
+RSS = """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>MLSys 周报</title>
+<item><title>第一期</title><link>https://example.com/weekly/1</link><pubDate>Tue, 05 Mar 2024 08:00:00 GMT</pubDate>
+<category>周报</category><category>mlsys</category></item>
+<item><title>没有链接的条目</title></item>
+</channel></rss>
+"""
+ATOM = """<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Atom blog</title>
+<entry><title>Post A</title><link rel="alternate" href="https://blog.example/a"/><link rel="edit" href="https://blog.example/edit/a"/>
+<updated>2024-01-01T00:00:00Z</updated><category term="gpu"/></entry>
+</feed>
+"""
+OPML = """<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0"><head><title>subscriptions</title></head><body>
+<outline text="ML">
+  <outline text="Lil'Log" type="rss" xmlUrl="https://lilianweng.github.io/index.xml" htmlUrl="https://lilianweng.github.io/"/>
+</outline>
+<outline text="Top level" type="rss" xmlUrl="https://example.com/feed.xml"/>
+</body></opml>
+"""
+
+
+def read(cli, tmp_path, name: str, content: str) -> tuple[list[dict], str]:
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    result = cli("links", name, "--json")
+    assert result.exit_code == 0, result.output
+    return links_json(result), result.stderr
+
+
+def by_url(links: list[dict]) -> dict[str, dict]:
+    return {link["url"]: link for link in links}
+
+
+def test_pocket_html_keeps_titles_tags_dates_and_its_lists(cli, tmp_path):
+    links, _ = read(cli, tmp_path, "ril_export.html", POCKET_HTML)
+    first = by_url(links)["https://zhuanlan.zhihu.com/p/1"]
+    assert (first["title"], first["tags"], first["added"], first["section"]) == ("FlashAttention 详解", "mlsys, 注意力", "2023-11-14T22:13:20+00:00", "Unread")
+    assert by_url(links)["https://example.com/read"]["section"] == "Read Archive"
+    assert by_url(links)["https://example.com/b"]["tags"] is None
+
+
+@pytest.mark.parametrize("name, content, url, expected", [
+    ("pocket.csv", POCKET_CSV, "https://zhuanlan.zhihu.com/p/1", ("FlashAttention 详解", "mlsys, 注意力", "2023-11-14T22:13:20+00:00", "unread")),
+    ("raindrop.csv", RAINDROP_CSV, "https://www.cnblogs.com/x/p/1.html", ("张量并行", "并行, 分布式", "2024-05-06T07:08:09+00:00", "Unsorted")),
+    ("instapaper.csv", INSTAPAPER_CSV, "https://mp.weixin.qq.com/s/abc", ("微信文章", None, "2024-03-09T16:00:00+00:00", "Unread")),
+    ("pinboard.json", json.dumps(PINBOARD), "https://arxiv.org/abs/2205.14135", ("FlashAttention", "attention, gpu", "2023-01-02T03:04:05+00:00", None)),
+    ("weekly.rss", RSS, "https://example.com/weekly/1", ("第一期", "周报, mlsys", "2024-03-05T08:00:00+00:00", "MLSys 周报")),
+    ("blog.xml", ATOM, "https://blog.example/a", ("Post A", "gpu", "2024-01-01T00:00:00+00:00", "Atom blog")),
+    ("subscriptions.opml", OPML, "https://lilianweng.github.io/", ("Lil'Log", None, None, "ML")),
+])
+def test_each_export_is_read_with_what_it_says_of_a_link(cli, tmp_path, name, content, url, expected):
+    links, _ = read(cli, tmp_path, name, content)
+    link = by_url(links)[url]
+    assert (link["title"], link["tags"], link["added"], link["section"]) == expected
+    assert link["seed"] == name
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("pocket.csv", POCKET_CSV, "pocket.csv: line 4 has no URL; skipped"),
+    ("raindrop.csv", RAINDROP_CSV, "raindrop.csv: line 3 has no URL; skipped"),
+    ("pinboard.json", json.dumps(PINBOARD), "pinboard.json: item 2 has no URL; skipped"),
+    ("weekly.rss", RSS, "weekly.rss: line 5: an entry without a link; skipped"),
+    ("broken.json", '[{"href": "https://a.example/"}, ', "broken.json: not JSON"),
+    ("wrong.csv", "name,size\na,1\n", "wrong.csv: a CSV without a url column"),
+])
+def test_bad_rows_are_reported_with_their_line_never_a_traceback(cli, tmp_path, name, content, said):
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    result = cli("links", name, "--json")
+    assert result.exit_code == 0 and said in result.stderr and "Traceback" not in result.output
+
+
+def test_imported_links_are_recorded_with_their_tags_and_dates(cli, tmp_path):
+    import sqlite_utils
+
+    read(cli, tmp_path, "pinboard.json", json.dumps(PINBOARD))
+    row = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")["links"].get(("pinboard.json", 1, 1))
+    assert (row["tags"], row["added"]) == ("attention, gpu", "2023-01-02T03:04:05+00:00")
+    (tmp_path / "pinboard.json").write_text(json.dumps([{**PINBOARD[0], "tags": "attention"}]), encoding="utf-8")
+    assert cli("links", "pinboard.json").exit_code == 0  # a re-read updates what changed
+    assert sqlite_utils.Database(tmp_path / "archive" / "mirror.db")["links"].get(("pinboard.json", 1, 1))["tags"] == "attention"
