@@ -166,6 +166,15 @@ def test_when_the_original_stops_being_an_article_its_duplicate_takes_its_place(
     result = cli("fetch", "a.md", "--refresh", *QUICK)
     assert result.exit_code == 0, result.output
     rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
+    # an emptied page is a bad answer (issue 27): it never replaces the saved article
+    assert (rows[original]["status"], rows[original]["health"]) == ("archived", "soft_404")
+    assert rows[web.url("/short")]["status"] == "duplicate"
+    assert [hit["url"] for hit in json.loads(cli("search", "袋鼠", "--json").stdout)] == [original]
+    from mirror._types import Extraction, PageStatus
+
+    with Archive(tmp_path / "archive") as archive:  # a re-extraction that finds no text (a reindex) ends the article
+        archive.save_extractions([(original, Extraction(status=PageStatus.NO_TEXT, kind="html"))])
+    rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
     assert rows[original]["status"] == "no_text"
     assert (rows[web.url("/short")]["status"], rows[web.url("/short")]["same_as"]) == ("archived", None)
     assert [hit["url"] for hit in json.loads(cli("search", "袋鼠", "--json").stdout)] == [web.url("/short")]

@@ -194,7 +194,9 @@ def test_check_selects_by_age_site_and_reading_list_and_resumes(cli, tmp_path, w
     assert check(cli, "--seed", "b.md")["checked"] == 1
     assert web2.recorder.hits["/b"] == 2 and web.recorder.hits["/a"] == 1
     assert check(cli, "--site", "127.0.0.1")["checked"] == 1
-    assert check(cli, "--site", "%")["checked"] == 0 and check(cli, "--site", "_27.0.0.1")["checked"] == 0  # no wildcards
+    for pattern in ("%", "_27.0.0.1"):  # no wildcards: a site no page is on is a mistake, said so
+        result = cli("check", "--older-than", "0", *QUICK, "--site", pattern)
+        assert result.exit_code == 2 and "no page of the site" in result.output
     health = {(row["reading_list"], row["health"]): row["links"] for row in check(cli)["health"]}
     assert health == {("a.md", "alive"): 1, ("b.md", "alive"): 1}
 
@@ -259,3 +261,41 @@ def test_a_check_falls_back_to_the_wayback_machine_as_fetch_does(cli, tmp_path, 
     assert first["how"] == "wayback" and db_of(tmp_path)["pages"].get(dead)["source"] == "wayback"
     health = {row["health"]: row["links"] for row in report["health"]}
     assert health == {"wayback only": 1}
+
+
+def test_redirects_to_another_page_never_replace_the_saved_article(cli, tmp_path, web):
+    alpha = fetched(cli, web, "/2019/alpha", article("阿尔法", "阿尔法文章的正文。"))
+    beta = fetched(cli, web, "/2020/beta", article("贝塔", "贝塔文章是另一篇，讲的是别的事情。"))
+    web.add("/2019/alpha", b"", status=301, Location="/2020/beta")  # the same bytes as beta's saved copy
+    report = check(cli, "--older-than", "0")
+    states = {p["url"]: p["state"] for p in report["pages"]}
+    assert states[alpha] == "soft_404" and beta not in states  # beta is unchanged; alpha is not "same" as beta's copy
+    last = versions(tmp_path, alpha)[-1]
+    assert last["revisit_of"] is None and "another page" in last["note"]
+    page = db_of(tmp_path)["pages"].get(alpha)
+    assert (page["status"], page["title"]) == ("archived", "阿尔法") and "阿尔法文章" in page["text"]
+    assert [h["url"] for h in json.loads(cli("search", "阿尔法", "--json").stdout)] == [alpha]
+
+
+def test_an_unanswered_resolver_never_makes_pages_gone(cli, tmp_path, web, dns):
+    dns.zone.addresses["news.test"] = ["127.0.0.1"]
+    url = f"http://news.test:{web.port}/story"
+    web.add("/story", article("新闻", "一条新闻。"))
+    assert cli("fetch", url, *QUICK).exit_code == 0
+    dns.zone.dropped.add("news.test")  # the machine is offline, or the resolver drops queries
+    for _ in range(2):
+        db = db_of(tmp_path)
+        db.execute("update versions set captured_at = '2020-01-01T00:00:00+00:00'")
+        db.conn.commit()
+        states = check(cli)["states"]
+        assert "gone" not in states, states
+    assert db_of(tmp_path)["pages"].get(url)["status"] == "archived"
+
+
+def test_a_short_article_whose_title_names_a_notice_is_archived(cli, tmp_path, web):
+    url = fetched(cli, web, "/vue", article("解决 Vue 路由刷新后页面不存在的问题", "history 模式下刷新会 404，要在服务器上配置回退到 index.html。"))
+    assert db_of(tmp_path)["pages"].get(url)["status"] == "archived"
+    titled = fetched(cli, web, "/mdn", b"<html><head><title>404 Not Found - HTTP status codes</title></head><body><article>"
+                     b"<p>The HTTP 404 Not Found client error response status code indicates that the server cannot find the "
+                     b"requested resource. Links that lead to a 404 page are often called broken or dead links.</p></article></body></html>")
+    assert db_of(tmp_path)["pages"].get(titled)["status"] == "archived"

@@ -70,6 +70,7 @@ class Reason(StrEnum):
     TOO_LARGE = "too_large"
     BLOCKED = "blocked"
     SOFT_404 = "soft_404"  # a 200 that is an error page, a redirect to the front page, a parked domain, a "deleted" notice
+    NEEDS_BROWSER = "needs_browser"  # a check over plain HTTP of a page whose saved copy the browser rendered: its shell
     BAD_URL = "bad_url"
     REDIRECT_SCHEME = "redirect_scheme"
     REDIRECT_LOOP = "redirect_loop"
@@ -211,6 +212,7 @@ class Exchange:
     server_seconds: float = 0.0  # the hops' own time: `elapsed` without our waits at hosts' gates between them
     give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
     revisit: bool = False  # the payload is the saved copy's, byte for byte: `location` is a revisit record, no body
+    host_dead: bool = False  # the host's name does not exist or it refused the connection (not a lookup without answer)
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._types import BrowserMode, VersionState
-from ._common import ArchiveDir, err, open_archive, print_json, safe
+from ._common import ArchiveDir, err, fail, open_archive, print_json, safe
 from ._options import AllowPrivate, Concurrency, Cookies, Delay, Header, PerHost, Retries, Timeout, UserAgent, Wayback, WaybackApi
 
 if TYPE_CHECKING:
@@ -65,6 +65,10 @@ def check(
     """
     from .fetching import _options, _run_fetch
 
+    if header and not (site or seed):  # a check asks every archived host: a token meant for one would go to all
+        fail("--header goes with --site or --seed: a check asks every host in the archive, and the header would go to all of them", code=2)
+    if (site is not None and not site.strip()) or (seed is not None and not seed.strip()):
+        fail("--site and --seed take a name (a host, a reading list as `mirror links` names it)", code=2)
     options = _options({**locals(), "browser": BrowserMode.NEVER, "chromium": None, "header_all_hosts": False})
     options.refresh = options.retry_failed = options.check = True
     with open_archive(archive, lock=True) as store:
@@ -125,10 +129,20 @@ def _nothing_to_check(archive: Path, older_than: float, site: str | None, seed: 
         pages = store.db.execute("select count(*) from pages where status != 'skipped'").fetchone()[0]
     if not pages:
         return "nothing to check: the archive has no pages yet (`mirror fetch` first)"
+    if (site or seed) and not _matching(archive, site, seed):
+        which = " and ".join(x for x in (f"site {safe(site)!r}" if site else "", f"reading list {safe(seed)!r}" if seed else "") if x)
+        fail(f"no page of the {which} is in this archive (`mirror links` names the reading lists)", code=2)
     if site or seed:
         which = " and ".join(x for x in (f"site {safe(site)!r}" if site else "", f"reading list {safe(seed)!r}" if seed else "") if x)
         return f"nothing to check for {which}: no page of it is due (checked in the last {_readable_age(older_than)}, or none there)"
     return f"nothing to check: every page was checked in the last {_readable_age(older_than)} (--older-than 0 checks them all)"
+
+
+def _matching(archive: Path, site: str | None, seed: str | None) -> int:
+    from ..store.health import pages_matching
+
+    with open_archive(archive) as store:
+        return pages_matching(store.db, site=site, seed=seed)
 
 
 def _readable_age(seconds: float) -> str:

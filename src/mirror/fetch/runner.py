@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import warc
-from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source
+from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source, VersionState
 from .._util.faults import crash_point
 from ..browser import render_pass
 from ..extract.pool import extraction_pool, safe_extract
@@ -109,6 +109,9 @@ class _Run:
         finished = False
         try:
             recovered = await self.recovered(suspects, recoverable)
+            if self.options.check:  # each host's probe first at its gate: no page waits behind its host's other pages for it
+                for page in self.pages:
+                    self.probe_soon(page.final_url or page.url)
             self.page_tasks += [asyncio.create_task(self.page(page)) for page in self.pages if page.url not in recovered]
             self.record_recovered(recoverable, recovered)
             # images an interrupted run did not finish, or that a re-extraction found
@@ -138,7 +141,12 @@ class _Run:
         self.summary.total += sum(1 for url in recovered if url not in wanted)  # other lists' pages a crashed run had fetched
         for page in recoverable:
             if page.url in recovered:
-                self.done(page, *recovered[page.url])
+                result, article = recovered[page.url]
+                if article is not None:  # (a soft 404 a killed run captured is one still; no probe here)
+                    reason = soft404.verdict(result.url, result.final.final_url, article.title, article.text, article.word_count)
+                    if reason is not None:
+                        result.final.error, result.final.message, article = Reason.SOFT_404, f"soft 404: {reason}", None
+                self.done(page, result, article)
                 self.summary.recovered += 1
 
     async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
@@ -175,14 +183,18 @@ class _Run:
         final.error, final.message = Reason.SOFT_404, f"soft 404: {reason}"
         return None
 
-    async def probe(self, url: str) -> soft404.Probe | None:
-        """What `url`'s server answers for a path that cannot exist, asked once a run."""
+    def probe_soon(self, url: str) -> asyncio.Future[soft404.Probe]:
+        """The probe of `url`'s server, started if it was not: once a run."""
         parts = urlsplit(url)
         key = f"{parts.scheme}://{parts.netloc.lower()}"
         if key not in self.probes:
             self.probes[key] = asyncio.ensure_future(self._probe(url))
+        return self.probes[key]
+
+    async def probe(self, url: str) -> soft404.Probe | None:
+        """What `url`'s server answers for a path that cannot exist."""
         try:
-            return await asyncio.shield(self.probes[key])
+            return await asyncio.shield(self.probe_soon(url))
         except (OSError, sqlite3.Error):
             raise
         except Exception:  # noqa: BLE001 - no probe is no evidence
@@ -208,6 +220,11 @@ class _Run:
             # in a task of its own: a page's status never waits for its images
             task = self.page_resources(page.url, result.final.final_url, article.images, article.stylesheets)
             self.image_tasks.append(asyncio.create_task(task))
+        elif self.options.images and self.options.refresh and not self.options.check and result.version == VersionState.SAME:
+            # --refresh asks again for what an unchanged page's images lacked (a weekly check does not: a 404 stays one)
+            retry = self.archive.failed_resources_of(page.url)
+            if retry is not None:
+                self.image_tasks.append(asyncio.create_task(self.page_resources(page.url, *retry)))
 
     def count(self, page: PageToFetch, result: PageResult, recorded: PageStatus | None) -> None:
         summary = self.summary
@@ -283,7 +300,7 @@ class _Run:
                           functools.partial(client.reach_of, resource=True), lambda url: page_reach(client, url, options))
 
     async def stop_tasks(self) -> None:
-        tasks = self.page_tasks + self.image_tasks
+        tasks = self.page_tasks + self.image_tasks + list(self.probes.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -329,5 +346,5 @@ def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJa
         cookies=cookies,
         dead_names=None if options.refresh else archive.dead_names(),
         look_ahead=options.images,  # the names its images are on, while a page is extracted
-        revisits={p.final_url or p.url: p.capture for p in pages if p.capture} if options.refresh else None,
+        revisits={p.url: (p.final_url or p.url, p.capture) for p in pages if p.capture} if options.refresh else None,
     )

@@ -15,6 +15,9 @@ from .._util.similar import same_text
 __all__ = ["Probe", "probe_url", "verdict"]
 
 SHORT_PAGE = 120  # words (a CJK character counts as one): past this a page is an article that may quote a notice
+TITLE_REST = 12  # characters of a title besides its notice (a site's name, punctuation): more, and it is an article's title
+TITLE_ONLY_WORDS = 15  # a page whose title alone is a notice says little else (an article about 404s says more)
+NOTICE_SHARE = 0.3  # of a short page's text that the notice is at least: less, and the page says more than that
 # what sites say instead of the page, as the title or the bulk of a short page
 _NOTICES = re.compile("|".join([
     r"你似乎来到了没有知识存在的荒原",  # zhihu
@@ -59,15 +62,29 @@ def verdict(url: str, final_url: str, title: str | None, text: str | None, words
         return f"redirected to the site's front page ({final_url[:200]})"
     if words < SHORT_PAGE:
         for what, pattern in (("a \"not found\" or \"deleted\" notice", _NOTICES), ("a parked or for-sale domain", _PARKED)):
-            found = pattern.search(title or "") or pattern.search(text or "")
+            by_title = _says_only(pattern, title, TITLE_REST, 0.0) if words < TITLE_ONLY_WORDS else None
+            found = by_title or _says_only(pattern, text, len(text or ""), NOTICE_SHARE)
             if found:
-                return f"{what}: {found.group(0)[:80]!r}"
+                return f"{what}: {found[:80]!r}"
     if probe is not None and probe.status is not None and 200 <= probe.status < 300:
         if _same_place(final_url, probe.final_url) and final_url != url:
             return f"the host sends a path that cannot exist to the same place ({final_url[:200]})"
         if text and probe.text and same_text(text, probe.text):
             return "the host answers a path that cannot exist with the same page"
     return None
+
+
+def _says_only(pattern: re.Pattern, text: str | None, rest: int, share: float) -> str | None:
+    """The notice `text` is (little else in it: at most `rest` other characters, the notice at least
+    `share` of it), or None: "解决 Vue 路由刷新后页面不存在的问题" quotes a notice, it is not one."""
+    plain = " ".join((text or "").split())
+    found = pattern.search(plain)
+    if found is None:
+        return None
+    others = len(re.sub(r"[\W_]+", "", plain[:found.start()] + plain[found.end():]))
+    if others > rest or len(found.group(0)) < share * len(plain):
+        return None
+    return found.group(0)
 
 
 def _front_page(url: str, final_url: str) -> bool:

@@ -68,7 +68,7 @@ class Client(Hops):
         resolver: Resolver | None = None,
         dead_names: dict[str, float] | None = None,
         look_ahead: bool = False,
-        revisits: dict[str, WarcLocation] | None = None,
+        revisits: dict[str, tuple[str, WarcLocation]] | None = None,
     ):
         """`private_headers` (the user's --header values) go only to `private_hosts`
         (None: to every host). An idle connection is kept `keepalive` seconds. Names are looked
@@ -77,8 +77,8 @@ class Client(Hops):
         `dead_names` (name -> until when, a time.time()) did not exist in an earlier run: they are
         not asked again; `nxdomain` collects this run's, for the next. With `look_ahead`, the
         host names a page's HTML loads resources from are looked up as soon as it arrives.
-        `revisits` (a URL -> its saved copy's response record) makes a re-check that gets the same
-        bytes again a WARC revisit record."""
+        `revisits` (a page's URL -> its saved copy's URL and response record) makes a re-check that
+        gets the same bytes at the same address again a WARC revisit record."""
         self.writer = writer
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
         self.health = HostHealth(per_host, delay)

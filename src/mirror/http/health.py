@@ -45,7 +45,9 @@ class HostHealth:
         """A request to a host that is down for this run: failed at once, same reason, no waiting."""
         if host in self.down:
             cause = self.down[host]
-            return failed(url, url, cause.error or Reason.CONNECT, cause.message or "", give_up=True)
+            refusal = failed(url, url, cause.error or Reason.CONNECT, cause.message or "", give_up=True)
+            refusal.host_dead = cause.host_dead
+            return refusal
         return failed(url, url, Reason.DNS, OFFLINE_HINT, give_up=True)
 
     def answer_from(self, host: str) -> None:
@@ -59,7 +61,7 @@ class HostHealth:
         hop = failed(url, url, category, message, started=started)
         refused = category == Reason.CONNECT and errno_of(exc) == errno.ECONNREFUSED
         if refused:
-            self.take_down(url, hop)
+            self.take_down(url, hop, dead=True)
         if refused or category in (Reason.RESET, Reason.PROTOCOL, Reason.TLS):
             self.reached = True  # something answered at that address: the network works
         return hop
@@ -73,7 +75,7 @@ class HostHealth:
         hop = failed(url, url, Reason.DNS, message if message.startswith("host name") else f"host name not found: {message}", started=started)
         code = errno_of(exc)
         if code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)) or isinstance(exc, UnicodeError):
-            self.take_down(url, hop)
+            self.take_down(url, hop, dead=True)
         elif budget and (urlsplit(url).netloc or "").lower() not in self.answered:
             self.take_down(url, hop)
         else:
@@ -86,7 +88,10 @@ class HostHealth:
             hop.give_up = self.offline
         return hop
 
-    def take_down(self, url: str, failure: Exchange) -> None:
+    def take_down(self, url: str, failure: Exchange, *, dead: bool = False) -> None:
+        """`url`'s host is down for the run; `dead`: its name does not exist or it refuses connections
+        (a check on another day that finds it so again takes its pages for gone)."""
         failure.give_up = True
+        failure.host_dead = dead
         self.down.setdefault((urlsplit(url).netloc or "").lower(), failure)
         self.gate(url).close()

@@ -43,7 +43,7 @@ class Hops:
     _pools: _direct.Pools
     _cookies: object
     _resource_headers: dict
-    revisits: dict  # URL -> its saved copy's location, for a re-check (a payload seen before is a revisit)
+    revisits: dict  # page URL -> (its saved copy's URL, location), for a re-check (a payload seen before is a revisit)
 
     def _http(self, url: str) -> httpx.AsyncClient: ...
     def _proxied(self, url: str) -> bool: ...
@@ -82,7 +82,7 @@ class Hops:
         hop.etag = response.headers.get("etag")
         hop.last_modified = response.headers.get("last-modified")
         capture = request.capture(response, body, truncated, original)
-        repeated = None if truncated or response.status_code != 200 else self._repeats(url, body)
+        repeated = None if truncated or response.status_code != 200 else self._repeats(original, url, body)
         if repeated is not None:  # the saved copy's bytes again: a revisit record, no second body
             hop.location, hop.revisit = self.writer.write_revisit(capture, repeated), True
         else:
@@ -157,11 +157,13 @@ class Hops:
             hop.retry_after = retry_after(response.headers.get("retry-after"))
         return hop
 
-    def _repeats(self, url: str, body) -> warc.Original | None:
-        """The saved copy of `url` when `body` is its payload byte for byte (a re-check's)."""
-        saved = self.revisits.get(url)
-        if saved is None:
+    def _repeats(self, page: str, url: str, body) -> warc.Original | None:
+        """The saved copy of `page` when this hop is at its saved address (`url`) and `body` is its
+        payload byte for byte (a re-check's). Another page's saved copy is never this one's."""
+        saved = self.revisits.get(page)
+        if saved is None or saved[0] != url:
             return None
+        saved = saved[1]
         original = warc.original(self.writer.dir.parent, saved)
         if original is None or original.url != url or warc.payload_digest(body) != original.payload_digest:
             return None

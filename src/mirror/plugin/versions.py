@@ -20,7 +20,9 @@ __all__ = ["compare_view", "diff_html", "versions_for_reader"]
 # a token: one CJK character, a run of letters or digits, a run of spaces, or one other character
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+|\s+|.", re.S)
 _CONTEXT = 160  # characters of unchanged text kept on each side of a change
-MAX_DIFF_CHARS = 200_000  # of each version: a diff of longer texts compares their beginnings
+MAX_DIFF_CHARS = 100_000  # of each version: a diff of longer texts compares their beginnings
+MAX_PAIRS = 2_000_000  # tokens before x tokens after in one changed stretch: past it, the stretch is marked whole
+EXTRACT_SECONDS = 20.0  # for re-extracting an older version's text from its capture
 _WORDS = {"first": "first capture", "same": "unchanged", "changed": "changed", "moved": "moved", "gone": "gone",
           "soft_404": "soft 404", "blocked": "blocked", "failed": "could not check"}
 
@@ -29,12 +31,16 @@ async def versions_for_reader(datasette, db, page: dict) -> list[dict]:
     """The page's versions, newest first, with what the reader shows of each."""
     rows = await _read(db, health.versions_of, page["url"])
     path = datasette.urls.path
-    return [{
+    entries = [{
         **row,
         "what": _WORDS.get(row["state"], row["state"]),
         "snapshot": path(f"/-/mirror/page/{page['id']}/version/{row['id']}") if row["warc_file"] and row["state"] not in ("failed",) else None,
-        "comparable": row["text_hash"] is not None,
+        "comparable": row["text_hash"] is not None or row["revisit_of"] is not None,  # (a revisit's text is its original's)
     } for row in rows]
+    comparable = [entry for entry in entries if entry["comparable"]]
+    for entry, side in zip(comparable[:2], ("new", "old"), strict=False):  # the newest two, picked
+        entry["checked"] = side
+    return entries
 
 
 @_views
@@ -65,6 +71,10 @@ async def _version(db, page_id: int, value: str | None) -> dict:
     version = await _read(db, health.version_of, page_id, int(value))
     if version is None:
         raise _Missing(f"no version {value} of this page")
+    if version["text_hash"] is None and version["revisit_of"]:  # a revisit or a 304: its text is the version it repeats
+        repeated = await _read(db, health.version_of, page_id, version["revisit_of"])
+        version = {**version, "text_hash": repeated["text_hash"], "warc_file": repeated["warc_file"], "warc_offset": repeated["warc_offset"],
+                   "warc_length": repeated["warc_length"], "revisit_of": None} if repeated else version
     if version["text_hash"] is None:
         raise _BadRequest(f"version {value} has no article to compare (it was {_WORDS.get(version['state'], version['state'])})")
     return version
@@ -81,7 +91,10 @@ async def _text(db, page: dict, version: dict) -> str:
     from ..store.queries import warc_location
 
     try:
-        article = await asyncio.to_thread(extract_capture, _folder(db), warc_location(capture), capture["final_url"] or page["url"])
+        extracting = asyncio.to_thread(extract_capture, _folder(db), warc_location(capture), capture["final_url"] or page["url"])
+        article = await asyncio.wait_for(extracting, EXTRACT_SECONDS)
+    except TimeoutError:
+        raise _Missing(f"the text of this version took more than {EXTRACT_SECONDS:g} s to read again") from None
     except Exception as exc:  # noqa: BLE001 - a damaged capture is a missing one
         raise _Missing(f"the capture of this version cannot be read: {exc}") from None
     return article.text or ""
@@ -90,7 +103,8 @@ async def _text(db, page: dict, version: dict) -> str:
 def diff_html(before: str, after: str) -> str:
     """`after` against `before` as HTML: removed text in <del>, added text in <ins>, long
     unchanged stretches shortened. Paragraphs are matched first, then the words (characters, in
-    Chinese) of the paragraphs that changed, so long articles diff in linear time."""
+    Chinese) of the paragraphs that changed; a changed stretch too long to match word by word in
+    bounded time (MAX_PAIRS) is marked whole."""
     a, b = before[:MAX_DIFF_CHARS].split("\n"), after[:MAX_DIFF_CHARS].split("\n")
     out: list[str] = []
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -104,7 +118,18 @@ def diff_html(before: str, after: str) -> str:
 
 def _words(before: str, after: str) -> str:
     x, y = _TOKEN.findall(before), _TOKEN.findall(after)
-    parts = []
+    head = 0  # the tokens both share at their start and end, kept out of the matching (a small edit in a long paragraph)
+    while head < min(len(x), len(y)) and x[head] == y[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(x), len(y)) - head and x[-1 - tail] == y[-1 - tail]:
+        tail += 1
+    same_start, same_end = html.escape("".join(x[:head])), html.escape("".join(x[len(x) - tail:]))
+    x, y = x[head:len(x) - tail], y[head:len(y) - tail]
+    if len(x) * len(y) > MAX_PAIRS:  # too long to match word by word in bounded time: the stretch changed whole
+        changed = (f"<del>{html.escape(''.join(x))}</del>" if x else "") + (f"<ins>{html.escape(''.join(y))}</ins>" if y else "")
+        return same_start + changed + same_end
+    parts = [same_start]
     for op, i1, i2, j1, j2 in SequenceMatcher(None, x, y, autojunk=False).get_opcodes():
         if op == "equal":
             parts.append(html.escape("".join(x[i1:i2])))
@@ -113,7 +138,7 @@ def _words(before: str, after: str) -> str:
             parts.append(f"<del>{html.escape(''.join(x[i1:i2]))}</del>")
         if j2 > j1:
             parts.append(f"<ins>{html.escape(''.join(y[j1:j2]))}</ins>")
-    return "".join(parts)
+    return "".join(parts) + same_end
 
 
 def _unchanged(text: str, *, first: bool, last: bool) -> str:

@@ -37,7 +37,7 @@ def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | 
     """The pages a check asks again: those not checked for `older_than` seconds (a check stopped
     halfway resumes where it stopped), archived or never archived, that some reading list links
     (`seed`'s, when given), on `site` (a host and its subdomains) when given."""
-    cutoff = (datetime.now(UTC) - timedelta(seconds=min(older_than, _CENTURY))).isoformat(timespec="seconds")
+    cutoff = (datetime.now(UTC) - timedelta(seconds=max(-_CENTURY, min(older_than, _CENTURY)))).isoformat(timespec="seconds")
     where = ["status != ?", "(checked_at is null or checked_at <= ?)"]
     values: list[object] = [PageStatus.SKIPPED, cutoff]
     if seed is not None:
@@ -46,11 +46,25 @@ def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | 
     else:
         where.append("exists (select 1 from links where links.url = pages.url)")
     if site is not None:
-        site = site.lower().strip().removeprefix("www.")
+        site = _ascii_site(site)
         where.append("(host = ? or host = ? or host like ? escape '\\')")
         values += [site, f"www.{site}", "%." + re.sub(r"([%_\\])", r"\\\1", site)]
     rows = db.execute(f"select url from pages where {' and '.join(where)} order by checked_at is not null, checked_at, id", values)
     return [row[0] for row in rows]
+
+
+def _ascii_site(site: str) -> str:
+    """A site as hosts are stored: lower case, IDNA's ASCII form (`中文.example` is `xn--fiq228c.example`)."""
+    site = site.lower().strip().strip(".").removeprefix("www.")
+    try:
+        return site.encode("idna").decode("ascii")
+    except UnicodeError:
+        return site
+
+
+def pages_matching(db: sqlite_utils.Database, *, site: str | None = None, seed: str | None = None) -> int:
+    """How many pages `site` and `seed` select, checked or not (none: the user mistyped one)."""
+    return len(pages_to_check(db, older_than=-_CENTURY, site=site, seed=seed))
 
 
 def link_health(db: sqlite_utils.Database) -> list[dict]:

@@ -187,5 +187,13 @@ class PipelineReads:
             rows = (r for r in rows if r["url"] in wanted)
         return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows]
 
+    def failed_resources_of(self, url: str) -> tuple[str, list[str], list[str]] | None:
+        """(final_url, image URLs, stylesheet URLs) of an archived article some of whose resources
+        failed (a host that was down, a name that did not exist), for a refresh to ask again."""
+        if self.db.execute("select 1 from resources where page_url = ? and status = ? limit 1", [url, ResourceStatus.FAILED]).fetchone() is None:
+            return None
+        row = self.db.execute("select final_url, images, stylesheets from pages where url = ? and status = ?", [url, PageStatus.ARCHIVED]).fetchone()
+        return (row[0] or url, json.loads(row[1] or "[]"), json.loads(row[2] or "[]")) if row else None
+
     def archived_resource_urls(self) -> set[str]:
         return archived_resource_urls(self.db)

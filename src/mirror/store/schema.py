@@ -150,7 +150,8 @@ VERSIONS_COLUMNS = {
     "warc_file": str,  # the response (or revisit) record of this capture
     "warc_offset": int,
     "warc_length": int,
-    "revisit_of": int,  # the version whose payload this one repeats (a WARC revisit record, no body)
+    "revisit_of": int,  # the version whose payload this one repeats (a WARC revisit record, or a 304)
+    "host_dead": int,  # 1: the check found the host dead (no such name, connection refused), not merely unanswered
 }
 WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
 SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}

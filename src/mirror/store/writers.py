@@ -23,7 +23,7 @@ from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
 from .schema import EXTRACTED_COLUMNS, reindex_rows
-from .versions import Before, VersionWrites
+from .versions import Before, VersionWrites, bad_answer
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -49,12 +49,16 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         with self.db.atomic():
             was = self._status(result.url)
             before = Before(self.db, result.url, had_capture)
+            if (bad := bad_answer(result, extraction, before)) is not None:  # it never replaces the saved article
+                (final.error, final.message), extraction = bad, None
             result.version = self._record_version(result, extraction, before, stamp)
             # an unchanged page's one request is its version row: a weekly check of 10,000 pages adds little
             self._record_attempts(result, rows=not (result.version == VersionState.SAME and len(result.attempts) == 1))
             update: dict[str, object] = {"checked_at": stamp}
             if final.ok and result.version == VersionState.SAME:  # the saved copy stays (its text is this one's)
                 update |= {"error": None, "error_message": None, "gone_since": None}
+                if final.status != 304:  # the validators the server gives now, for the next conditional request
+                    update |= {"etag": final.etag, "last_modified": final.last_modified}
                 extraction = None
             elif final.ok:
                 status, original = self._identify(result.url, final.final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
