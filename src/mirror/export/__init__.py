@@ -2,6 +2,7 @@
 
     markdown  one Markdown file per article (YAML front matter, images beside it), an index per
               reading list: a folder that opens as an Obsidian vault
+    epub      a reading list as a book: a chapter per article, sections as parts, images embedded
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from typing import TYPE_CHECKING
 from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from .epub import EpubError, export_epub
     from .markdown import ExportSummary, export_markdown
 
-__all__ = ["ExportSummary", "export_markdown"]
+__all__ = ["EpubError", "ExportSummary", "export_epub", "export_markdown"]
 
-__getattr__ = lazy_exports(__name__, {"ExportSummary": ".markdown", "export_markdown": ".markdown"})
+__getattr__ = lazy_exports(__name__, {
+    "ExportSummary": ".markdown", "export_markdown": ".markdown", "EpubError": ".epub", "export_epub": ".epub",
+})

@@ -1,0 +1,138 @@
+"""A reading list as a book (EPUB 3, ebooklib): one chapter per archived article in the list's
+order, its sections as parts, the archived images embedded, each chapter headed by its title,
+author, date and source URL, a table of contents, and each chapter's language set so that CJK text
+renders with CJK fonts. What the article says is sanitised (nh3) as the reader's view is."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import mimetypes
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._types import PageStatus, ResourceStatus
+from ..store.queries import warc_location
+from ..warc import WarcError, read_payload
+
+__all__ = ["EpubError", "EpubSummary", "export_epub", "reading_lists"]
+
+_WEB = {"http", "https"}
+_IMG = re.compile(r"<img\b[^>]*>", re.I)
+_SRC = re.compile(r'\bsrc="([^"]*)"', re.I)
+_ALT = re.compile(r'\balt="([^"]*)"', re.I)
+_STYLE = "body { line-height: 1.6; } .mirror-source { font-size: 0.85em; color: #555; } img { max-width: 100%; }"
+
+
+class EpubError(ValueError):
+    """The book cannot be made (no such reading list, nothing archived in it); the message says why."""
+
+
+@dataclass
+class EpubSummary:
+    chapters: int = 0
+    images: int = 0
+    missing_images: int = 0
+
+
+def reading_lists(db) -> list[str]:
+    return [row[0] for row in db.execute("select distinct seed from links order by seed")]
+
+
+def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
+    """Write reading list `seed` as the EPUB `out`."""
+    from ebooklib import epub
+
+    if seed not in reading_lists(db):
+        raise EpubError(f"no reading list {seed!r} in this archive (`mirror links` names them)")
+    entries = list(db.query(
+        "select links.section, pages.* from links join pages on pages.url = links.url "
+        "where links.seed = ? and pages.status = ? order by links.line, links.col", [seed, PageStatus.ARCHIVED.value]))
+    seen: set[str] = set()
+    entries = [e for e in entries if not (e["url"] in seen or seen.add(e["url"]))]
+    if not entries:
+        raise EpubError(f"reading list {seed!r} has no archived article yet (`mirror fetch {seed}` first)")
+    language = Counter(e["language"] or "en" for e in entries).most_common(1)[0][0]
+    book = epub.EpubBook()
+    book.set_identifier("mirror-" + hashlib.sha1(seed.encode()).hexdigest()[:16])
+    book.set_title(Path(seed).stem)
+    book.set_language(language)
+    book.add_author("mirror")
+    style = epub.EpubItem(uid="style", file_name="style.css", media_type="text/css", content=_STYLE.encode())
+    book.add_item(style)
+    summary = EpubSummary()
+    images: dict[str, str] = {}  # archived image URL -> its file in the book
+    toc: list = []
+    for number, entry in enumerate(entries, 1):
+        chapter = epub.EpubHtml(title=entry["title"] or entry["url"], file_name=f"chapter-{number:04d}.xhtml", lang=entry["language"] or language)
+        chapter.content = _chapter(entry, _images(db, archive_dir, book, entry, images, summary))
+        chapter.add_item(style)
+        book.add_item(chapter)
+        summary.chapters += 1
+        if not entry["section"]:
+            toc.append(chapter)
+            continue
+        if not (toc and isinstance(toc[-1], tuple) and toc[-1][0].title == entry["section"]):
+            toc.append((epub.Section(entry["section"], href=chapter.file_name), []))  # a part opens at its first chapter
+        toc[-1][1].append(chapter)
+    book.toc = toc
+    book.spine = ["nav", *[item for item in book.get_items() if isinstance(item, epub.EpubHtml)]]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    epub.write_epub(str(out), book)
+    return summary
+
+
+def _chapter(entry: dict, body: str) -> str:
+    """The chapter's head (title, author, date, source) and its article."""
+    url = entry["url"]
+    source = f'<a href="{html.escape(url)}">{html.escape(url)}</a>' if url.split(":", 1)[0].lower() in _WEB else html.escape(url)
+    byline = " · ".join(html.escape(v) for v in (entry["author"], entry["date"], entry["sitename"]) if v)
+    head = f"<h1>{html.escape(entry['title'] or url)}</h1>"
+    if byline:
+        head += f'<p class="mirror-source">{byline}</p>'
+    head += f'<p class="mirror-source">{source} (saved {html.escape(entry["fetched_at"] or "")})</p>'
+    return head + body
+
+
+def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], summary: EpubSummary) -> str:
+    """The article as sanitised HTML, its archived images embedded, the others a note with their alt text."""
+    import nh3
+    from ebooklib import epub
+    from markdown_it import MarkdownIt
+
+    from ..extract.images import absolute_url
+
+    markdown = entry["markdown"] or ""
+    if entry["title"] and markdown.startswith(f"# {entry['title']}\n"):
+        markdown = markdown.split("\n", 1)[1]  # the chapter's head shows the title
+    cleaned = nh3.clean(MarkdownIt("commonmark").enable("table").render(markdown), url_schemes=_WEB)
+    base = entry["final_url"] or entry["url"]
+
+    def image(match: re.Match) -> str:
+        src = _SRC.search(match[0])
+        alt = html.unescape(_ALT.search(match[0])[1]) if _ALT.search(match[0]) else ""
+        url = absolute_url(html.unescape(src[1]), base) if src else None
+        if url and url not in images:
+            row = next(db.query("select warc_file, warc_offset, warc_length, content_type from resources where url = ? and status = ? "
+                                "order by fetched_at desc limit 1", [url, ResourceStatus.ARCHIVED.value]), None)
+            media = (row["content_type"] or "").split(";")[0].strip() if row else ""
+            if row is not None and media.startswith("image/"):
+                try:
+                    _, content = read_payload(archive_dir, warc_location(row))
+                except (WarcError, OSError):
+                    content = None
+                if content:
+                    name = f"images/{len(images) + 1}{mimetypes.guess_extension(media) or '.img'}"
+                    book.add_item(epub.EpubItem(uid=f"image-{len(images) + 1}", file_name=name, media_type=media, content=content))
+                    images[url] = name
+                    summary.images += 1
+        if url in images:
+            return f'<img src="{html.escape(images[url])}" alt="{html.escape(alt)}"/>'
+        summary.missing_images += 1
+        return f"<em>[image not archived{': ' + html.escape(alt) if alt else ''}]</em>"
+
+    return _IMG.sub(image, cleaned)
