@@ -12,7 +12,6 @@ import ipaddress
 import socket
 import struct
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 

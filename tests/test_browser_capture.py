@@ -476,7 +476,7 @@ def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path
 def test_reindex_extracts_rendered_pages_from_their_dom(rendered, tmp_path):
     import shutil
 
-    from mirror.store.reindex import reindex
+    from mirror.fetch import reindex
 
     shutil.copytree(rendered["root"] / "archive", tmp_path / "archive")
     with Archive(tmp_path / "archive") as archive:

@@ -14,7 +14,6 @@ from rich.console import Console
 from mirror._types import Outcome
 from mirror.browser.renderer import Renderer
 from mirror.fetch import Summary
-from mirror.http import Reach
 
 from .conftest import run_mirror
 from .test_browser import CHROMIUM, chromium_or_skip
@@ -78,7 +77,7 @@ def test_a_bad_memory_limit_is_refused(tmp_path, value):
 def public_page(web, allow_private: bool, tmp_path, monkeypatch):
     """A page that comes through a proxy as a public site; its script, image and WebSocket ask this machine."""
     admin = web.url("/internal-admin?action=reboot")
-    body = (f"<html><head><title>Public article</title></head><body><article><h1>Public article</h1>"
+    body = ("<html><head><title>Public article</title></head><body><article><h1>Public article</h1>"
             + "<p>A public article with enough words in it to be read as an article by the extractor, "
               "written about nothing in particular but long enough to count.</p>" * 4
             + f'<img src="{web.url("/internal-picture.png")}"></article>'

@@ -193,8 +193,8 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
 def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
     """The index values come from the extraction worker; they are exactly what the writer
     makes from the stored row, so a page fetched and a page re-indexed are found alike."""
+    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS
     from mirror._util.segment import index_values
-    from mirror.store.fts import FTS_COLUMNS, INDEX_COLUMNS
 
     body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
     extraction = extract(body, "http://127.0.0.1/a", "text/html")
@@ -214,7 +214,7 @@ def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
 def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, web):
     """Re-extracted pages are indexed as they are saved; after them, an archived page
     without a capture is indexed from its row and a stale row of a page without text goes."""
-    from mirror.store.reindex import reindex
+    from mirror.fetch import reindex
 
     article = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
     empty = web.add("/empty", b"<html><body><p>nothing here</p></body></html>")

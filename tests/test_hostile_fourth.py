@@ -27,7 +27,7 @@ from mirror.store import Archive
 
 from .dnsserver import DNSServer
 from .test_host_health import with_images
-from .webserver import PNG, article
+from .webserver import PNG
 
 pytestmark = pytest.mark.hostile
 

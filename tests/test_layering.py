@@ -18,7 +18,7 @@ PACKAGE = Path(mirror.__file__).parent
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
     # the bottom: the values passed between stages and the vocabulary, and helpers that know no stage
-    "_types": 0, "_util": 0,
+    "_types": 0, "_util": 0, "_fts": 0,
     # seeds/urls: reading lists -> the link inventory; URL identity
     "seeds": 1,
     # fetch/warc: raw captures, and HTTP into them
@@ -34,6 +34,13 @@ RANKS = {
     # the faces: the datasette plugin and the command line
     "plugin": 9, "cli": 9, "__init__": 9, "__main__": 9,
 }
+
+
+# Stages that must not lean on each other whatever their ranks: (importer, imported, why)
+INDEPENDENT = [
+    ("search", "store", "search works on any connection to an archive"),
+    ("store", "extract", "the database layer stores what extraction made; re-extracting is a run (fetch.reextract)"),
+]
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -137,6 +144,13 @@ def test_every_module_has_a_rank():
 
 def test_no_stage_imports_a_higher_one():
     assert upward_imports(graph(PACKAGE, "mirror"), RANKS) == []
+
+
+def test_independent_stages_do_not_import_each_other():
+    edges = graph(PACKAGE, "mirror")
+    found = sorted(f"{m} -> {t} ({why})" for m, targets in edges.items() for t in targets
+                   for low, high, why in INDEPENDENT if m.split(".")[0] == low and t.split(".")[0] == high)
+    assert found == []
 
 
 def test_no_import_circles():

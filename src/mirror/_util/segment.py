@@ -4,7 +4,7 @@ SQLite's unicode61 tokenizer sees a run of Han characters as one token and trigr
 two-character words, so every CJK character becomes its own token (zero-width spaces around
 it, a barrier token where two were not adjacent), and two more columns hold CJK bigrams
 (see `mirror.search`). A helper of no stage: the extraction workers make these values, so
-that the process writing the database only inserts them (`mirror.store.fts` holds the layout).
+that the process writing the database only inserts them (`mirror._fts` holds the layout).
 """
 
 from __future__ import annotations
@@ -45,6 +45,6 @@ def desegment(text: str) -> str:
 
 
 def index_values(title: str | None, text: str | None, author: str | None, sitename: str | None) -> tuple[str, ...]:
-    """A page's values for the index columns (`mirror.store.fts.INDEX_COLUMNS`, in that order):
+    """A page's values for the index columns (`mirror._fts.INDEX_COLUMNS`, in that order):
     the four searched columns segmented, then the CJK bigrams of the title and of the rest."""
     return (segment(title), segment(text), segment(author), segment(sitename), bigrams(title), bigrams(text, author, sitename))

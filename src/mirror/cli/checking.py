@@ -92,16 +92,19 @@ def check(
 
 def _report(archive: Path, summary: Summary, urls: set[str]) -> dict:
     """What the check found: counts by state, the pages that are not unchanged, link health."""
+    from ..store.health import link_health
+
     with open_archive(archive) as store:
         rows = store.db.execute(
             "select page_url, state, changed, note, captured_at from versions where id in "
             "(select max(id) from versions where page_url in (select value from json_each(?)) group by page_url)",
             [json.dumps(sorted(urls))],
         ).fetchall()
+        health = link_health(store.db)
     pages = [{"url": url, "state": state, "changed": changed, "note": note, "at": at}
              for url, state, changed, note, at in rows if state != VersionState.SAME]
     return {"checked": summary.done, "states": dict(summary.versions), "elapsed_seconds": round(summary.elapsed, 3),
-            "pages": sorted(pages, key=lambda p: (_ORDER.index(VersionState(p["state"])), p["url"])), "health": _health(archive)}
+            "pages": sorted(pages, key=lambda p: (_ORDER.index(VersionState(p["state"])), p["url"])), "health": health}
 
 
 def _health(archive: Path) -> list[dict]:

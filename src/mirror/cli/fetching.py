@@ -233,7 +233,7 @@ def reindex(
     extract_timeout: ExtractTimeout = 30.0,
 ) -> None:
     """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
-    from ..store.reindex import reindex as run_reindex
+    from ..fetch import reindex as run_reindex
 
     with open_archive(archive, lock=True) as store:
         counts = run_reindex(store, workers=workers, extract_timeout=extract_timeout)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._types import PageStatus, ResourceStatus
 from .._util.text import strip_controls
+from ..store.health import site_filter
 from ..store.queries import warc_location
 from ..warc import WarcError, read_payload
 
@@ -59,9 +60,9 @@ def _pages(db, seed: str | None, site: str | None, since: str | None) -> Iterato
         where.append("exists (select 1 from links where links.url = pages.url and links.seed = ?)")
         values.append(seed)
     if site:
-        site = site.lower().removeprefix("www.")
-        where.append("(host = ? or host = ? or substr(host, -length(?) - 1) = '.' || ?)")
-        values += [site, f"www.{site}", site, site]
+        condition, params = site_filter(site)
+        where.append(condition)
+        values += params
     if since:
         where.append("fetched_at >= ?")
         values.append(since)

@@ -6,6 +6,7 @@ browser pass; crash recovery from the WARC files a killed run left, and a page's
     resources   a page's images and stylesheets, each asked for once a run
     requisites  what a captured stylesheet loads
     recovery    responses a crashed run wrote to WARC but never recorded
+    reextract   `mirror reindex`: every capture extracted again, without the network
     options     what the run is asked to do; cookies.txt
     summary     what the run did
 """
@@ -19,12 +20,13 @@ from .._util.exports import lazy_exports
 if TYPE_CHECKING:
     from .._types import PageResult
     from .options import DEFAULT_USER_AGENT, FetchError, FetchOptions, load_cookies
+    from .reextract import reindex
     from .runner import run
     from .summary import Summary
 
-__all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "run"]
+__all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "reindex", "run"]
 
 __getattr__ = lazy_exports(__name__, {
     "DEFAULT_USER_AGENT": ".options", "FetchError": ".options", "FetchOptions": ".options", "load_cookies": ".options",
-    "PageResult": "mirror._types", "Summary": ".summary", "run": ".runner",
+    "PageResult": "mirror._types", "Summary": ".summary", "run": ".runner", "reindex": ".reextract",
 })

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from .._util.similar import same_text
+from ..seeds.urls import site_of
 
 __all__ = ["Probe", "probe_url", "verdict"]
 
@@ -92,17 +93,9 @@ def _front_page(url: str, final_url: str) -> bool:
     before, after = urlsplit(url), urlsplit(final_url)
     if before.path in _FRONT_PATHS and not before.query:
         return False  # the seed was the front page
-    return after.path in _FRONT_PATHS and not after.query and _site(after.hostname) == _site(before.hostname)
+    return after.path in _FRONT_PATHS and not after.query and site_of(final_url) == site_of(url)
 
 
 def _same_place(a: str, b: str) -> bool:
     pa, pb = urlsplit(a), urlsplit(b)
     return (pa.hostname, pa.path.rstrip("/"), pa.query) == (pb.hostname, pb.path.rstrip("/"), pb.query)
-
-
-def _site(host: str | None) -> str:
-    host = (host or "").lower()
-    for prefix in ("www.", "m.", "mobile.", "amp."):
-        if host.startswith(prefix):
-            return host[len(prefix):]
-    return host

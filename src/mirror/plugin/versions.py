@@ -12,7 +12,7 @@ import sqlite_utils
 from datasette import Response
 
 from .._util.similar import changed_fraction, text_hash
-from ..store import health
+from ..store import health, queries
 from ._common import _archive, _BadRequest, _folder, _Missing, _page_id, _read, _views, reader_csp
 
 __all__ = ["compare_view", "diff_html", "versions_for_reader"]
@@ -48,10 +48,9 @@ async def compare_view(datasette, request):
     """Two versions of a page's article, the changes between them marked."""
     db = await _archive(datasette, request)
     page_id = _page_id(request)
-    page = (await db.execute("select * from pages where id = ?", [page_id])).first()
+    page = await _read(db, queries.page_by_id, page_id)
     if page is None:
         raise _Missing(f"no page {page_id} in this archive")
-    page = dict(page)
     versions = [await _version(db, page_id, request.args.get(key)) for key in ("a", "b")]
     texts = [await _text(db, page, v) for v in versions]
     marked = await asyncio.to_thread(diff_html, texts[0], texts[1])

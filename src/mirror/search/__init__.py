@@ -15,13 +15,14 @@ the standard tokenizer, and any sqlite3 client reads it.
 
     match  what the user typed -> a safe FTS5 MATCH expression; the bounds on a search
     query  the ranked search itself, its filters and snippets
-The index's layout is the store's (`mirror.store.fts`), its segmentation `mirror._util.segment`.
+The index's layout is `mirror._fts` (the store writes it, search reads it), its segmentation `mirror._util.segment`:
+search works on any connection to an archive and imports nothing of the store.
 """
 
 from __future__ import annotations
 
+from .._fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
 from .._util.segment import BARRIER, ZWSP, bigrams, desegment, segment
-from ..store.fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
 from .match import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TERMS, TIME_LIMIT, SearchError, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 from .query import WEIGHTS, Hit, highlight, search, unmatched_filters
 

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._fts import FTS_TABLE
 from .._types import PageStatus
 from .._util.segment import desegment
-from ..store.fts import FTS_TABLE
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ __all__ = [
     "glue_candidates",
     "normalize",
     "normalize_plain",
+    "site_of",
     "skip_reason",
     "unwrap_redirect",
 ]
@@ -80,6 +81,15 @@ _PLAIN = re.compile(
     r"(/[^?#\x00-\x20]*)?(?:\?([^#\x00-\x20]*))?(?:#[^\x00-\x20]*)?",
     re.IGNORECASE,
 )
+
+
+def site_of(url: str) -> str:
+    """A URL's site, near enough: its host without `www.`, `m.`, `amp.` or `mobile.`."""
+    host = (urlsplit(url).hostname or "").lower()
+    for prefix in ("www.", "m.", "amp.", "mobile."):
+        if host.startswith(prefix):
+            return host[len(prefix):]
+    return host
 
 
 def skip_reason(url: str) -> str | None:

@@ -9,9 +9,10 @@ Split by concern:
     identity   duplicates: which capture is another link's article, which page is the original
     _sql       the hot paths' plain-SQL row writes
     _bulk      bulk inserts on a second thread
-    fts        the search index's layout
     queries    reads, shared by the CLI and the plugin
-    reindex    `mirror reindex`: every capture extracted again from its WARC record
+    versions   every capture a version, and what it found
+    health     what a check asks again, and link health
+The search index's layout is `mirror._fts` (search reads it too); re-extraction is a run (`mirror.fetch.reextract`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from .._types import PageStatus
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = ["HEALTH_VIEW", "LINK_HEALTH_SQL", "link_health", "pages_to_check", "version_capture", "version_of", "versions_of"]
+__all__ = ["HEALTH_VIEW", "LINK_HEALTH_SQL", "link_health", "pages_to_check", "site_filter", "version_capture", "version_of", "versions_of"]
 
 HEALTH_VIEW = "link_health"
 _CENTURY = 100 * 365 * 86400.0  # an age past this is "ever"
@@ -46,11 +46,17 @@ def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | 
     else:
         where.append("exists (select 1 from links where links.url = pages.url)")
     if site is not None:
-        site = _ascii_site(site)
-        where.append("(host = ? or host = ? or host like ? escape '\\')")
-        values += [site, f"www.{site}", "%." + re.sub(r"([%_\\])", r"\\\1", site)]
+        condition, params = site_filter(site)
+        where.append(condition)
+        values += params
     rows = db.execute(f"select url from pages where {' and '.join(where)} order by checked_at is not null, checked_at, id", values)
     return [row[0] for row in rows]
+
+
+def site_filter(site: str) -> tuple[str, list[str]]:
+    """The SQL condition on `pages.host` for a site and its subdomains (no LIKE wildcards), and its values."""
+    site = _ascii_site(site)
+    return "(host = ? or host = ? or host like ? escape '\\')", [site, f"www.{site}", "%." + re.sub(r"([%_\\])", r"\\\1", site)]
 
 
 def _ascii_site(site: str) -> str:

@@ -9,11 +9,11 @@ makes, believed only from the canonical URL's own site (`_same_site`) and with t
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
+from .. import _fts
 from .._types import Extraction, PageStatus
 from .._util.similar import same_text
-from . import fts as _fts
+from ..seeds.urls import site_of
 from ._sql import _update_page
 from .schema import reindex_rows
 
@@ -127,16 +127,7 @@ class DuplicateWrites:
         self.db.conn.executemany("update pages set same_as = ? where url = ?", [(heir, other) for other in rest])
 
 
-def _site(url: str) -> str:
-    """A URL's site, near enough: its host without `www.`, `m.`, `amp.` or `mobile.`."""
-    host = (urlsplit(url).hostname or "").lower()
-    for prefix in ("www.", "m.", "amp.", "mobile."):
-        if host.startswith(prefix):
-            return host[len(prefix):]
-    return host
-
-
 def _same_site(url: str, canonical: str) -> bool:
     """Whether a page may speak for `canonical`: only a page of the canonical URL's own site
     (a page elsewhere declaring another site's URL is not believed)."""
-    return _site(url) == _site(canonical)
+    return site_of(url) == site_of(canonical)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
+from .. import _fts
 from .._types import PageStatus
-from . import fts as _fts
 from .health import HEALTH_VIEW, LINK_HEALTH_SQL
 
 __all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from .. import _fts
 from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, ResourceStatus, VersionState
 from .._util.faults import crash_point
-from . import fts as _fts
 from ._sql import _insert_many, _update_page
 from .folder import now
 from .identity import DuplicateWrites

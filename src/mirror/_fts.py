@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._util.segment import index_values
+from ._util.segment import index_values
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -6,7 +6,7 @@ from collections import Counter
 
 from .._types import Extraction
 from ..extract.pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
-from . import Archive
+from ..store import Archive
 
 __all__ = ["reindex"]
 
