@@ -134,6 +134,16 @@ async def _payload(db, row):
         raise _Missing(f"the saved copy cannot be read: {exc}") from None
 
 
+async def _requested_page(datasette, request) -> tuple[object, int, dict]:
+    """The archive, and the page whose id the URL names (a missing one is a 404)."""
+    db = await _archive(datasette, request)
+    page_id = _page_id(request)
+    page = await _read(db, queries.page_by_id, page_id)
+    if page is None:
+        raise _Missing(f"no page {page_id} in this archive")
+    return db, page_id, page
+
+
 async def _read(db, query, *args):
     """One of `mirror.store.queries` on datasette's connection to the archive."""
     return await db.execute_fn(lambda conn: query(sqlite_utils.Database(conn), *args))

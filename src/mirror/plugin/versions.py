@@ -12,8 +12,8 @@ import sqlite_utils
 from datasette import Response
 
 from .._util.similar import changed_fraction, text_hash
-from ..store import health, queries
-from ._common import _archive, _BadRequest, _folder, _Missing, _page_id, _read, _views, reader_csp
+from ..store import health
+from ._common import _BadRequest, _folder, _Missing, _read, _requested_page, _views, reader_csp
 
 __all__ = ["compare_view", "diff_html", "versions_for_reader"]
 
@@ -46,11 +46,7 @@ async def versions_for_reader(datasette, db, page: dict) -> list[dict]:
 @_views
 async def compare_view(datasette, request):
     """Two versions of a page's article, the changes between them marked."""
-    db = await _archive(datasette, request)
-    page_id = _page_id(request)
-    page = await _read(db, queries.page_by_id, page_id)
-    if page is None:
-        raise _Missing(f"no page {page_id} in this archive")
+    db, page_id, page = await _requested_page(datasette, request)
     versions = [await _version(db, page_id, request.args.get(key)) for key in ("a", "b")]
     texts = [await _text(db, page, v) for v in versions]
     marked = await asyncio.to_thread(diff_html, texts[0], texts[1])

@@ -20,7 +20,7 @@ from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
 from ..store import health, queries
-from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _views, reader_csp
+from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _requested_page, _views, reader_csp
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
@@ -76,11 +76,7 @@ async def search_view(datasette, request):
 
 @_views
 async def reader_view(datasette, request):
-    db = await _archive(datasette, request)
-    page_id = _page_id(request)
-    page = await _read(db, queries.page_by_id, page_id)
-    if page is None:
-        raise _Missing(f"no page {page_id} in this archive")
+    db, page_id, page = await _requested_page(datasette, request)
     origins = await _read(db, queries.origins, page["url"])
     attempts = await _read(db, queries.attempts_of, page["url"])
     archived = await _read(db, queries.archived_resource_urls)
