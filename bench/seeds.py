@@ -3,7 +3,13 @@
     python bench/seeds.py --links 1000000 --repeat 3 --record
 
 Three shapes: a reading list (title line, URL line), one line holding every
-URL, and a line of unclosed <a href> tags (the pathological case for regexes).
+URL, and a line of unclosed <a href> tags (the pathological case for regexes);
+and the exports of the services people leave (issue 28: "100,000-line exports load
+as fast as a reading list"), each with a title, tags and a date per link: Pocket's
+HTML and CSV, Raindrop's and Instapaper's CSV, Pinboard's JSON, RSS, Atom, OPML.
+
+    python bench/seeds.py --links 100000 --repeat 3 --record
+
 Each is parsed (`read_seeds`) and recorded (`Archive.record_inventory`) into a
 new archive in process; the wall and CPU time of each step are printed. The
 record uses two cores (a second thread inserts the rows): on a shared machine
@@ -27,11 +33,34 @@ from mirror.seeds import read_seeds  # noqa: E402
 from mirror.store import Archive  # noqa: E402
 
 
-def shapes(n: int) -> dict[str, str]:
+def shapes(n: int) -> dict[str, tuple[str, str]]:
+    """name -> (file name, text)."""
+    import json
+
+    title = "第 {i} 篇：分布式训练笔记"
+    url = "https://example.com/p/{i}?utm_source=x"
     return {
-        "reading-list": "\n".join(f"第 {i} 篇：分布式训练笔记\nhttps://example.com/p/{i}?utm_source=x\n" for i in range(n)),
-        "one-line": " ".join(f"https://example.com/p/{i}" for i in range(n)) + "\n",
-        "unclosed-a": "".join(f"<a href='https://example.com/p/{i}'>" for i in range(n)) + "\n",
+        "reading-list": ("reading-list.txt", "\n".join(f"{title}\n{url}\n".format(i=i) for i in range(n))),
+        "one-line": ("one-line.txt", " ".join(f"https://example.com/p/{i}" for i in range(n)) + "\n"),
+        "unclosed-a": ("unclosed-a.txt", "".join(f"<a href='https://example.com/p/{i}'>" for i in range(n)) + "\n"),
+        "pocket-html": ("ril_export.html", "<!DOCTYPE html><html><body><h1>Unread</h1><ul>\n" + "".join(
+            f'<li><a href="{url}" time_added="{{t}}" tags="mlsys,注意力">{title}</a></li>\n'.format(i=i, t=1_700_000_000 + 37 * i) for i in range(n))
+            + "</ul></body></html>\n"),
+        "pocket-csv": ("pocket.csv", "title,url,time_added,tags,status\n" + "".join(
+            f'"{title}",{url},{{t}},mlsys|注意力,unread\n'.format(i=i, t=1_700_000_000 + 37 * i) for i in range(n))),
+        "raindrop-csv": ("raindrop.csv", "id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite\n" + "".join(
+            f'{i},"{title}",,,{url},Unsorted,"并行, 分布式",{{t}},,,false\n'.format(i=i, t=f"2024-05-{1 + i % 28:02d}T07:{i % 60:02d}:{i // 60 % 60:02d}.000Z") for i in range(n))),
+        "instapaper-csv": ("instapaper.csv", "URL,Title,Selection,Folder,Timestamp\n" + "".join(
+            f'{url},"{title}",,Unread,{{t}}\n'.format(i=i, t=1_710_000_000 + 37 * i) for i in range(n))),
+        "pinboard-json": ("pinboard.json", json.dumps([
+            {"href": url.format(i=i), "description": title.format(i=i), "tags": "attention gpu", "time": f"2023-01-{1 + i % 28:02d}T03:{i % 60:02d}:{i // 60 % 60:02d}Z"}
+            for i in range(n)], ensure_ascii=False, indent=0)),
+        "rss": ("weekly.rss", '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel><title>周报</title>\n' + "".join(
+            f"<item><title>{title}</title><link>{url}</link><pubDate>{{t}}</pubDate>"
+            "<category>mlsys</category></item>\n".format(i=i, t=f"Tue, {1 + i % 28:02d} Mar 2024 08:{i % 60:02d}:{i // 60 % 60:02d} GMT").replace("&", "&amp;") for i in range(n)) + "</channel></rss>\n"),
+        "opml": ("feeds.opml", '<?xml version="1.0" encoding="UTF-8"?>\n<opml version="2.0"><body><outline text="ML">\n' + "".join(
+            f'<outline text="{title}" type="rss" xmlUrl="{url}"/>\n'.format(i=i).replace("&", "&amp;") for i in range(n))
+            + "</outline></body></opml>\n"),
     }
 
 
@@ -46,7 +75,7 @@ def run_once(name: str, text: str) -> tuple[int, int, tuple[float, float], tuple
     """Links, pages, (wall, CPU) of parse + record, (wall, CPU) of the parse alone."""
     with tempfile.TemporaryDirectory(prefix="mirror-seeds-bench-") as tmp:
         folder = Path(tmp)
-        seed = folder / f"{name}.txt"
+        seed = folder / name
         seed.write_text(text, encoding="utf-8")
         start = time.perf_counter(), _cpu()
         inventory = read_seeds([seed], base=folder)
@@ -61,17 +90,17 @@ def run_once(name: str, text: str) -> tuple[int, int, tuple[float, float], tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=1_000_000)
-    parser.add_argument("--shape", choices=["reading-list", "one-line", "unclosed-a"], action="append")
+    parser.add_argument("--shape", choices=list(shapes(0)), action="append")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each shape: the best is reported, with the spread")
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
     rows = []
-    for name, text in shapes(args.links).items():
+    for name, (file_name, text) in shapes(args.links).items():
         if args.shape and name not in args.shape:
             continue
         runs = []
         for _ in range(args.repeat):
-            links, pages, (wall, cpu), (parse_wall, parse_cpu) = run_once(name, text)
+            links, pages, (wall, cpu), (parse_wall, parse_cpu) = run_once(file_name, text)
             runs.append((wall, cpu, parse_wall, parse_cpu))
             print(
                 f"{name:13} {links:>9} links  parse {parse_wall:6.2f} s  record {wall - parse_wall:6.2f} s  "

@@ -120,3 +120,44 @@ def test_imported_links_are_recorded_with_their_tags_and_dates(cli, tmp_path):
     (tmp_path / "pinboard.json").write_text(json.dumps([{**PINBOARD[0], "tags": "attention"}]), encoding="utf-8")
     assert cli("links", "pinboard.json").exit_code == 0  # a re-read updates what changed
     assert sqlite_utils.Database(tmp_path / "archive" / "mirror.db")["links"].get(("pinboard.json", 1, 1))["tags"] == "attention"
+
+
+def test_a_gbk_feed_file_keeps_its_chinese(cli, tmp_path):
+    feed = RSS.replace('encoding="UTF-8"', 'encoding="GBK"')
+    (tmp_path / "gbk.rss").write_bytes(feed.encode("gbk"))
+    result = cli("links", "gbk.rss", "--json")
+    link = by_url(links_json(result))["https://example.com/weekly/1"]
+    assert (link["title"], link["section"]) == ("第一期", "MLSys 周报")
+
+
+def test_a_feed_url_given_to_fetch_is_read_as_a_feed(cli, tmp_path, web):
+    from .webserver import article
+
+    first = web.add("/posts/1", article("第一篇", "订阅源里的第一篇文章。"))
+    web.add("/posts/2", article("第二篇", "订阅源里的第二篇文章。"))
+    feed = ('<?xml version="1.0" encoding="GBK"?><rss version="2.0"><channel><title>博客</title>'
+            f'<item><title>第一篇</title><link>{first}</link><category>系统</category></item>'
+            '<item><title>第二篇</title><link>/posts/2</link></item></channel></rss>').encode("gbk")
+    url = web.add("/feed", feed, content_type="application/rss+xml")  # no .xml in its address: read by what it is
+    result = cli("fetch", url, "--delay", "0", "--retries", "0", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["feeds"]["entries"] == 2 and report["feeds"]["run"]["statuses"] == {"archived": 2}
+    import sqlite_utils
+
+    db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
+    rows = {row["url"]: row for row in db.query("select links.*, pages.status from links join pages using (url) where seed = ?", [url])}
+    assert set(rows) == {first, web.url("/posts/2")}  # the relative link resolved against the feed
+    assert (rows[first]["title"], rows[first]["tags"], rows[first]["section"]) == ("第一篇", "系统", "博客")
+    assert all(row["status"] == "archived" for row in rows.values())
+    assert db["pages"].get(url)["status"] is not None  # the feed itself is archived too
+    again = cli("fetch", url, "--delay", "0")  # read from its saved copy; nothing fetched again
+    assert again.exit_code == 0 and "2 entries in 1 feed(s)" in again.output
+
+
+def test_a_page_given_as_a_url_is_not_a_feed(cli, tmp_path, web):
+    from .webserver import article
+
+    url = web.add("/page", article("普通文章", "提到 <rss> 的普通文章。"))
+    result = cli("fetch", url, "--delay", "0")
+    assert result.exit_code == 0 and "feed" not in result.output

@@ -14,7 +14,7 @@ from typing import Protocol
 from .._types import RenderError
 from ..http.blocked import blocked_reason
 from ..http.gate import Reach
-from ..warc import Capture
+from ..warc import RENDER_HEADER, Capture
 from .routes import Routes
 
 __all__ = ["FULL_PAGE_MAX_HEIGHT", "VIEWPORT", "Rendered", "Visit", "short"]
@@ -299,6 +299,7 @@ class Visit(Routes):
                 # the body is stored decoded, so its encoding no longer applies
                 response_headers=[(k, v) for k, v in headers if k.lower() != "content-encoding"],
                 body=io.BytesIO(body),
+                extra_warc_headers={RENDER_HEADER: self.result.url},
             )
         )
 

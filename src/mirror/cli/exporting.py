@@ -1,4 +1,5 @@
-"""`mirror export`: the archive in formats other tools read (Markdown for notes apps)."""
+"""`mirror export`: the archive in formats other tools read (Markdown for notes apps, EPUB for
+e-readers, WACZ for web-archive players)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 
 from ._common import ArchiveDir, err, fail, open_archive, safe
 
-export_app = typer.Typer(no_args_is_help=True, help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book).")
+export_app = typer.Typer(no_args_is_help=True, help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), wacz (for web-archive players).")
 
 
 @export_app.command("markdown")
@@ -23,15 +24,9 @@ def markdown(
     """One Markdown file per archived article, with YAML front matter (title, url, author, date,
     site, language, captured, reading lists, sections, status) and its archived images saved
     beside it; one index per reading list, in the list's order and sections. Opens as an Obsidian vault."""
-    from datetime import datetime
-
     from ..export import export_markdown
 
-    if since is not None:
-        try:
-            since = datetime.fromisoformat(since).isoformat()
-        except ValueError:
-            fail(f"--since {since!r}: write a date as 2026-01-31 (or an ISO time)", code=2)
+    since = _since(since)
     if folder.exists() and not folder.is_dir():
         fail(f"{folder}: not a folder", code=2)
     with open_archive(archive) as store:
@@ -69,3 +64,46 @@ def epub(
             fail(f"{file}: cannot write the book ({exc.strerror or exc})")
     err.print(f"{safe(str(file))}: {summary.chapters} chapters, {summary.images} images"
               + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else ""))
+
+
+@export_app.command("wacz")
+def wacz(
+    file: Annotated[Path, typer.Argument(help="The package to write (FILE.wacz); replaced whole when it exists.", dir_okay=False)],
+    archive: ArchiveDir = Path("archive"),
+    seed: Annotated[str | None, typer.Option(help="Only the pages this reading list links.")] = None,
+    site: Annotated[str | None, typer.Option(help="Only the pages of this site (a host and its subdomains).")] = None,
+    since: Annotated[str | None, typer.Option(help="Only the pages captured since this date (2026-01-31, or an ISO time).")] = None,
+    title: Annotated[str | None, typer.Option(help="The collection's title, shown by the player.")] = None,
+) -> None:
+    """The archived pages' captures as a WACZ, which ReplayWeb.page and pywb replay: their WARC records
+    (redirects, versions, images), a CDXJ index, and each article's title and text for the player's search."""
+    from ..export import WaczError, export_wacz
+
+    since = _since(since)
+    if file.is_dir():
+        fail(f"{file}: is a folder; name the .wacz file to write", code=2)
+    if not file.parent.is_dir():
+        fail(f"{file.parent}: no such folder", code=2)
+    with open_archive(archive) as store:
+        try:
+            summary = export_wacz(store.db, store.path, file, seed=seed, site=site, since=since,
+                                  title=title or (f"mirror: {seed}" if seed else f"mirror: {site}" if site else "mirror"))
+        except WaczError as exc:
+            fail(str(exc), code=2)
+        except OSError as exc:
+            fail(f"{file}: cannot write the package ({exc.strerror or exc})")
+    for name in summary.damaged or []:
+        err.print(f"warning: {safe(name)} ends in a damaged record; its records before it are in the package")
+    err.print(f"{safe(str(file))}: {summary.pages} pages, {summary.records} WARC records, {summary.bytes / 1e6:,.1f} MB")
+
+
+def _since(since: str | None) -> str | None:
+    """--since as an ISO time (exit 2 for what is not a date)."""
+    from datetime import datetime
+
+    if since is None:
+        return None
+    try:
+        return datetime.fromisoformat(since).isoformat()
+    except ValueError:
+        fail(f"--since {since!r}: write a date as 2026-01-31 (or an ISO time)", code=2)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._types import BrowserMode
-from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory
+from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     AllowPrivate,
     AsJson,
@@ -103,12 +103,37 @@ def fetch(
     options = _options(given)
     inventory = read_inventory(sources)
     # given sources, the pages they link; else every page some list links
-    only = None if not sources or all_pending else {link.url for link in inventory.links if not link.skip_reason}
+    only = None if not sources or all_pending else _urls(inventory)
     summary = _run_fetch(archive, options, inventory, only)
+    feeds = _feeds_given(archive, inventory)
     if as_json:
-        print_json(summary.as_dict())
-    else:
-        _tell(summary, inventory, sources, all_pending)
+        report = summary.as_dict()
+        if feeds.links:
+            report["feeds"] = {"feeds": feeds.seeds, "entries": len(feeds.links), "run": _run_fetch(archive, options, feeds, _urls(feeds)).as_dict()}
+        print_json(report)
+        return
+    _tell(summary, inventory, sources, all_pending)
+    if feeds.links:
+        for warning in feeds.warnings:
+            err.print(f"[yellow]warning:[/] {safe(warning)}")
+        err.print(f"{len(feeds.links)} entries in {len(feeds.seeds)} feed(s) given ({', '.join(map(safe, feeds.seeds))}): fetching them")
+        _tell(_run_fetch(archive, options, feeds, _urls(feeds)), feeds, feeds.seeds, False)
+
+
+def _feeds_given(archive: Path, inventory: Inventory) -> Inventory:
+    """The entries of the URLs given on the command line that are feeds, read from their captures."""
+    from .._types import COMMAND_LINE
+    from ..fetch.feeds import feed_entries
+
+    given = [link.url for link in inventory.links if link.seed == COMMAND_LINE and not link.skip_reason]
+    if not given:
+        return type(inventory)()
+    with open_archive(archive) as store:
+        return feed_entries(store.db, store.path, given)
+
+
+def _urls(inventory: Inventory) -> set[str]:
+    return {link.url for link in inventory.links if not link.skip_reason}
 
 
 def _options(given: dict) -> FetchOptions:

@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import mimetypes
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._types import PageStatus, ResourceStatus
+from .._types import ResourceStatus
 from .._util.text import strip_controls
-from ..store.health import site_filter
 from ..store.queries import warc_location
 from ..warc import WarcError, read_payload
+from ._select import archived_pages
 
 __all__ = ["ExportSummary", "export_markdown"]
 
@@ -25,6 +24,7 @@ ASSETS = "assets"  # images, one folder per article: assets/<file stem>/<n>.<ext
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*#^\[\]]')  # Windows' and Obsidian's (links, tags, blocks)
 _IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((<[^>\n]*>|[^)\s]*)\)")
 MAX_STEM = 80  # characters of a title in its file name
+_COLUMNS = "id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown, images"
 
 
 @dataclass
@@ -42,7 +42,7 @@ def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None
     """Write the archived articles (of `seed`, of `site`, captured `since` an ISO date) under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
-    pages = list(_pages(db, seed, site, since))
+    pages = list(archived_pages(db, _COLUMNS, seed=seed, site=site, since=since))
     names = _file_names(pages)
     for page in pages:
         summary.articles += 1
@@ -52,23 +52,6 @@ def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None
     for reading_list, sections in _reading_lists(db, seed, names).items():
         _write(out / f"{_safe_stem(Path(reading_list).stem)} (reading list).md", _index(reading_list, sections), summary)
     return summary
-
-
-def _pages(db, seed: str | None, site: str | None, since: str | None) -> Iterator[dict]:
-    where, values = ["status = ?"], [PageStatus.ARCHIVED.value]
-    if seed:
-        where.append("exists (select 1 from links where links.url = pages.url and links.seed = ?)")
-        values.append(seed)
-    if site:
-        condition, params = site_filter(site)
-        where.append(condition)
-        values += params
-    if since:
-        where.append("fetched_at >= ?")
-        values.append(since)
-    yield from db.query(
-        "select id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown, images "
-        f"from pages where {' and '.join(where)} order by id", values)
 
 
 def _file_names(pages: list[dict]) -> dict[str, str]:

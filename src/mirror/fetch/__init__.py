@@ -6,6 +6,7 @@ browser pass; crash recovery from the WARC files a killed run left, and a page's
     resources   a page's images and stylesheets, each asked for once a run
     requisites  what a captured stylesheet loads
     recovery    responses a crashed run wrote to WARC but never recorded
+    feeds       a feed given as a URL: its entries read from its capture, as a reading list
     reextract   `mirror reindex`: every capture extracted again, without the network
     options     what the run is asked to do; cookies.txt
     summary     what the run did

@@ -5,8 +5,7 @@ from __future__ import annotations
 import lxml.html
 
 from .._types import Link
-from . import urls
-from .imports import tag_list, when
+from .imports import Row, links_of
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 
@@ -17,32 +16,20 @@ def parse_html(text: str, seed: str) -> list[Link]:
         root = lxml.html.document_fromstring(text.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
     except (lxml.etree.ParserError, ValueError):
         return []
-    links: list[Link] = []
+    rows: list[Row] = []
     per_line: dict[int, int] = {}
     headings = _headings_before_anchors(root)
+    named: dict = {}  # heading -> its text, read once however many links follow it
     for anchor in root.iter("a"):
         href = (anchor.get("href") or "").strip()
         if not href:
             continue
         line = anchor.sourceline or 0
         per_line[line] = per_line.get(line, 0) + 1
-        reason = urls.skip_reason(href)
-        links.append(
-            Link(
-                url=href if reason else urls.normalize(href),
-                url_as_written=href,
-                seed=seed,
-                line=line,
-                col=per_line[line],
-                title=" ".join(anchor.text_content().split()) or None,
-                section=_section(anchor, headings.get(anchor)),
-                skip_reason=reason,
-                # Pocket's export and the Netscape bookmark file keep these as attributes
-                tags=tag_list(anchor.get("tags")),
-                added=when(anchor.get("time_added") or anchor.get("add_date")),
-            )
-        )
-    return links
+        # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
+        rows.append((href, line, per_line[line], anchor.text_content(), _section(anchor, headings.get(anchor), named),
+                     anchor.get("tags"), anchor.get("time_added") or anchor.get("add_date")))
+    return links_of(rows, seed)
 
 
 def _headings_before_anchors(root) -> dict:
@@ -60,7 +47,7 @@ def _headings_before_anchors(root) -> dict:
     return nearest
 
 
-def _section(anchor: lxml.html.HtmlElement, heading_before) -> str | None:
+def _section(anchor: lxml.html.HtmlElement, heading_before, named: dict) -> str | None:
     """The innermost bookmark folder (<DT><H3>name</H3><DL>...) or nearest heading."""
     for ancestor in anchor.iterancestors("dl"):
         previous = ancestor.getprevious()
@@ -75,4 +62,6 @@ def _section(anchor: lxml.html.HtmlElement, heading_before) -> str | None:
                 return " ".join(heading.text_content().split()) or None
     if heading_before is None:
         return None
-    return " ".join(heading_before.text_content().split()) or None
+    if heading_before not in named:
+        named[heading_before] = " ".join(heading_before.text_content().split()) or None
+    return named[heading_before]

@@ -6,14 +6,17 @@ collections are sections. A row without a URL is reported with its line, never a
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from .._types import Link
 from . import urls
+from ._child_call import ChildCall
 
 __all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
 
@@ -24,15 +27,25 @@ _TAG_COLUMNS = ("tags", "tag", "labels")
 _DATE_COLUMNS = ("time_added", "created", "timestamp", "time", "date", "added", "created_at")
 _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
+_UNIX = re.compile(r"\d{9,11}(\.\d+)?")
+_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) (\d\d:\d\d:\d\d) ([A-Za-z]+|[+-]\d{4})")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def when(value: object) -> str | None:
     """A saved-at time as ISO: Unix seconds (Pocket, Instapaper), ISO (Pinboard, Raindrop) or RFC 822 (RSS)."""
     text = str(value or "").strip()
-    if not text:
-        return None
-    if re.fullmatch(r"\d{9,11}(\.\d+)?", text):
-        return datetime.fromtimestamp(float(text), UTC).isoformat(timespec="seconds")
+    return _when(text) if text else None
+
+
+@functools.lru_cache(maxsize=4096)  # exports repeat their dates (a feed's day, an import's second)
+def _when(text: str) -> str | None:
+    if _UNIX.fullmatch(text):
+        return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(float(text)))
+    if rfc := _RFC822.fullmatch(text):  # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write
+        day, month, year, clock, zone = rfc.groups()
+        if month.title() in _MONTHS and zone.upper() in ("GMT", "UT", "UTC", "Z", "+0000"):
+            return f"{year}-{_MONTHS.index(month.title()) + 1:02d}-{int(day):02d}T{clock}+00:00"
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat(timespec="seconds")
     except ValueError:
@@ -48,20 +61,47 @@ def when(value: object) -> str | None:
 def tag_list(value: object) -> str | None:
     """Tags as one comma-separated string, whatever the service separated them with."""
     if isinstance(value, list):
-        items = [str(v) for v in value]
+        return _tags(tuple(str(v) for v in value))
+    return _tags(str(value or "")) if value else None
+
+
+@functools.lru_cache(maxsize=4096)  # a library has a few hundred sets of tags
+def _tags(value: str | tuple[str, ...]) -> str | None:
+    if isinstance(value, tuple):
+        items = list(value)
     else:
         items = re.split(r"[,\s|]+", str(value or "")) if "," not in str(value or "") else str(value).split(",")
     items = [" ".join(t.split()) for t in items]
     return ", ".join(dict.fromkeys(t for t in items if t)) or None
 
 
-def _link(href: str, seed: str, line: int, col: int, title: object, section: object, tags: object, added: object) -> Link:
-    reason = urls.skip_reason(href)
-    return Link(
-        url=href if reason else urls.normalize(href), url_as_written=href, seed=seed, line=line, col=col,
-        title=" ".join(str(title or "").split()) or None, section=" ".join(str(section or "").split()) or None,
-        skip_reason=reason, tags=tag_list(tags), added=when(added),
-    )
+Row = tuple  # (href, line, col, title, section, tags, added): a link as an export writes it
+TWO_CORES = 50_000  # rows from which the second half is made into links in a child process meanwhile
+
+
+def links_of(rows: list[Row], seed: str) -> list[Link]:
+    """Rows as links, in order; a long export's second half made in a child process meanwhile
+    (`_child_call`: the second core), by the same function, so the result is the same."""
+    if len(rows) < TWO_CORES:
+        return [Link(*fields[:2], seed, *fields[2:]) for fields in _fields_of(rows)]
+    half = len(rows) * 11 // 20  # the child starts a Python first: a little less for it
+    with ChildCall("mirror.seeds.imports", "_fields_of", rows[half:]) as child:
+        links = [Link(*fields[:2], seed, *fields[2:]) for fields in _fields_of(rows[:half])]
+        answer = child.result()
+    rest = answer if isinstance(answer, list) and len(answer) == len(rows) - half else _fields_of(rows[half:])
+    links += [Link(*fields[:2], seed, *fields[2:]) for fields in rest]
+    return links
+
+
+def _fields_of(rows: list[Row]) -> list[tuple]:
+    """(Also in the child process.) Each row's Link fields but its seed, in Link's order:
+    url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
+    fields = []
+    for href, line, col, title, section, tags, added in rows:
+        reason = urls.skip_reason(href)
+        fields.append((href if reason else urls.normalize(href), href, line, col, " ".join(str(title or "").split()) or None,
+                       " ".join(str(section or "").split()) or None, reason, (), tag_list(tags), when(added)))
+    return fields
 
 
 def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
@@ -76,16 +116,22 @@ def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
     if not isinstance(items, list):
         warn(f"{seed}: JSON holding no list of bookmarks; no links read")
         return []
-    links = []
+    rows: list[Row] = []
     for number, item in enumerate(items, 1):
-        href = str(item.get(_first(item, _URL_COLUMNS)) or "").strip() if isinstance(item, dict) else ""
+        keys = _keys(tuple(item)) if isinstance(item, dict) else None
+        href = str(item.get(keys[0]) or "").strip() if keys else ""
         if not href:
             warn(f"{seed}: item {number} has no URL; skipped")
             continue
         get = item.get
-        links.append(_link(href, seed, number, 1, get(_first(item, _TITLE_COLUMNS)), get("folder") or get("collection"),
-                           get(_first(item, _TAG_COLUMNS)), get(_first(item, _DATE_COLUMNS))))
-    return links
+        rows.append((href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
+    return links_of(rows, seed)
+
+
+@functools.lru_cache(maxsize=256)  # an export's items share a few shapes
+def _keys(item: tuple) -> tuple[str, str, str, str]:
+    """The keys of an item's URL, title, tags and date, whatever their case."""
+    return tuple(_first(item, names) for names in (_URL_COLUMNS, _TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS))
 
 
 def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
@@ -100,7 +146,7 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
         return []
     pick = {kind: next((columns[c] for c in names if c in columns), None)
             for kind, names in (("title", _TITLE_COLUMNS), ("tags", _TAG_COLUMNS), ("added", _DATE_COLUMNS), ("section", _SECTION_COLUMNS))}
-    links = []
+    rows: list[Row] = []
     try:
         for row in reader:
             line = reader.line_num
@@ -109,55 +155,79 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
                 warn(f"{seed}: line {line} has no URL; skipped")
                 continue
             value = lambda kind: row.get(pick[kind]) if pick[kind] else None  # noqa: E731
-            links.append(_link(href, seed, line, 1, value("title"), value("section"), value("tags"), value("added")))
+            rows.append((href, line, 1, value("title"), value("section"), value("tags"), value("added")))
     except csv.Error as exc:
         warn(f"{seed}: line {reader.line_num}: {exc}; the rest is not read")
-    return links
+    return links_of(rows, seed)
 
 
-def parse_feed(text: str, seed: str, warn: Warn) -> list[Link]:
+def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None) -> list[Link]:
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
-    and OPML outlines (a feed's site, else the feed; folders as sections)."""
+    and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
+    are decoded as their XML declaration says; entry links are resolved against `base`."""
     import lxml.etree
 
+    # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
+    data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
+    parser = lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True, encoding=encoding)
     try:
-        root = lxml.etree.fromstring(text.encode("utf-8"), parser=lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True))
+        root = lxml.etree.fromstring(data, parser=parser)
     except lxml.etree.XMLSyntaxError as exc:
         warn(f"{seed}: not a feed ({exc}); no links read")
         return []
     if root is None:
         warn(f"{seed}: not a feed; no links read")
         return []
-    links = list(_outlines(root, seed) if _local(root.tag) == "opml" else _entries(root, seed, warn))
-    return links
+    return links_of(list(_outlines(root, base) if _local(root.tag) == "opml" else _entries(root, seed, warn, base)), seed)
 
 
-def _entries(root, seed: str, warn: Warn) -> Iterator[Link]:
-    channel = next((e for e in root.iter() if _local(e.tag) in ("channel", "feed")), root)
+def _entries(root, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+    channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
     section = _child_text(channel, "title")
-    for entry in root.iter():
-        if _local(entry.tag) not in ("item", "entry"):
-            continue
-        href = _child_text(entry, "link") or next(
-            (e.get("href") for e in entry if _local(e.tag) == "link" and e.get("rel", "alternate") == "alternate" and e.get("href")), None)
+    entries = root.iter("{*}item", "{*}entry", "item", "entry")
+    for number, entry in enumerate(entries, 1):  # the column: a feed written on one line has one line
+        texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
+        href, tags = None, []
+        for child in entry:
+            tag = child.tag
+            if not isinstance(tag, str):
+                continue
+            name = tag.rpartition("}")[2]
+            if name in ("category", "subject"):
+                tags.append(child.get("term") or child.text or "")
+            elif name == "link" and href is None and child.get("href") and child.get("rel", "alternate") == "alternate":
+                href = child.get("href")
+            if name not in texts and child.text and not child.text.isspace():
+                texts[name] = child.text
+        href = texts.get("link") or href
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        tags = [e.get("term") or (e.text or "") for e in entry if _local(e.tag) in ("category", "subject")]
-        added = next((_child_text(entry, name) for name in ("pubDate", "published", "updated", "date") if _child_text(entry, name)), None)
-        yield _link(href.strip(), seed, entry.sourceline or 0, 1, _child_text(entry, "title"), section, tags, added)
+        added = next((texts[name] for name in ("pubDate", "published", "updated", "date") if name in texts), None)
+        yield _joined(base, href.strip()), entry.sourceline or 0, number, texts.get("title"), section, tags, added
 
 
-def _outlines(root, seed: str) -> Iterator[Link]:
-    for outline in root.iter():
-        if _local(outline.tag) != "outline":
-            continue
+def _outlines(root, base: str | None) -> Iterator[Row]:
+    outlines = (e for e in root.iter() if _local(e.tag) == "outline")
+    for number, outline in enumerate(outlines, 1):
         href = outline.get("htmlUrl") or outline.get("xmlUrl") or outline.get("url")
         if not href:
             continue  # a folder
         parent = outline.getparent()
         folder = parent.get("text") or parent.get("title") if parent is not None and _local(parent.tag) == "outline" else None
-        yield _link(href.strip(), seed, outline.sourceline or 0, 1, outline.get("text") or outline.get("title"), folder, outline.get("category"), None)
+        yield _joined(base, href.strip()), outline.sourceline or 0, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
+
+
+def _joined(base: str | None, href: str) -> str:
+    """`href` resolved against the feed's own URL (a fetched feed's `/posts/1`), as written otherwise."""
+    if not base:
+        return href
+    from urllib.parse import urljoin
+
+    try:
+        return urljoin(base, href)
+    except ValueError:
+        return href
 
 
 def _local(tag: object) -> str:

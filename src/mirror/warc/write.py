@@ -29,6 +29,10 @@ WARC_DIR = "warc"
 # Names the page a response was fetched for (the URL before redirects), so that a
 # response written just before a crash can be recovered without fetching it again.
 PAGE_HEADER = "Mirror-Page"
+# Names the page a browser rendering received a response for (its scripts, styles, data): a
+# WACZ export of that page takes them along. Not PAGE_HEADER: crash recovery must not take a
+# rendering's response for the page's own capture.
+RENDER_HEADER = "Mirror-Rendered-For"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
 # Payloads that are compressed already (images, archives, gzip-encoded bodies) are stored in

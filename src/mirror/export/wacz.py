@@ -1,0 +1,128 @@
+"""The archive (or some of its pages) as a WACZ: what ReplayWeb.page, pywb and the other
+Webrecorder tools open and search.
+
+The selected pages' records are copied byte for byte into one WARC file (their redirects, requests,
+versions and revisits, images, a rendering's responses, screenshots), then the `wacz` package packs
+it: the CDXJ index (cdxj-indexer), `pages/pages.jsonl` — each article's title and the text mirror
+extracted, so a player's search finds what `mirror search` finds — and `datapackage.json` with every
+file's digest. The file appears whole or not at all: it is written beside its name and renamed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..store.queries import warc_location
+from ..warc import original
+from ..warc.subset import copy_records
+from ._select import archived_pages
+
+__all__ = ["WaczError", "WaczSummary", "export_wacz"]
+
+_COLUMNS = ("id, url, final_url, title, text, fetched_at, warc_file, warc_offset, warc_length, "
+            "screenshot_warc_file, screenshot_warc_offset, full_screenshot_warc_offset")
+# where else a page's captures are: each version's record, its images, each attempt's last response
+_LOCATIONS = (
+    "select page_url, warc_file, warc_offset from versions where warc_file is not null",
+    "select page_url, warc_file, warc_offset from resources where warc_file is not null",
+    "select url, warc_file, warc_offset from attempts where warc_file is not null",
+)
+
+
+class WaczError(ValueError):
+    """Nothing to export, or the package could not be made."""
+
+
+@dataclass
+class WaczSummary:
+    pages: int = 0
+    records: int = 0
+    bytes: int = 0  # of the WACZ file
+    damaged: list[str] | None = None  # WARC files read only up to a damaged record
+
+
+def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None,
+                since: str | None = None, title: str | None = None) -> WaczSummary:
+    """Write the archived pages (of `seed`, of `site`, captured `since` an ISO date) to `out` as a WACZ."""
+    pages = list(archived_pages(db, _COLUMNS, seed=seed, site=site, since=since))
+    if not pages:
+        raise WaczError("no archived page matches: nothing to export")
+    urls = {page["url"] for page in pages}
+    locations = _locations(db, pages, urls)
+    out = Path(out)
+    summary = WaczSummary(pages=len(pages))
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as work:
+        work = Path(work)
+        warc = work / "mirror-export.warc.gz"
+        subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software())
+        summary.records, summary.damaged = subset.records, subset.damaged
+        listing = work / "pages.jsonl"
+        _write_pages(listing, archive_dir, pages, title)
+        packed = work / "export.wacz"
+        _pack(packed, warc, listing, title)
+        os.replace(packed, out)
+    summary.bytes = out.stat().st_size
+    return summary
+
+
+def _software() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mirror {version('mirror')}"
+    except PackageNotFoundError:
+        return "mirror"
+
+
+def _locations(db, pages: list[dict], urls: set[str]) -> set[tuple[str, int]]:
+    found: set[tuple[str, int]] = set()
+    for page in pages:
+        found.add((page["warc_file"], page["warc_offset"]))
+        if page["screenshot_warc_file"]:
+            found.add((page["screenshot_warc_file"], page["screenshot_warc_offset"]))
+            if page["full_screenshot_warc_offset"] is not None:
+                found.add((page["screenshot_warc_file"], page["full_screenshot_warc_offset"]))
+    for sql in _LOCATIONS:
+        found.update((file, offset) for url, file, offset in db.execute(sql) if url in urls)
+    return {(file, offset) for file, offset in found if file and offset is not None}
+
+
+def _write_pages(path: Path, archive_dir: Path, pages: list[dict], title: str | None) -> None:
+    """pages.jsonl: a header, then each page at the URL and time of its saved capture (what a
+    player asks its index for), with its title and extracted text."""
+    with open(path, "w", encoding="utf-8") as f:
+        header = {"format": "json-pages-1.0", "id": "pages", "title": title or "Pages", "hasText": True}
+        f.write(json.dumps(header, ensure_ascii=False) + "\n")
+        for page in pages:
+            record = original(archive_dir, warc_location(page))
+            entry = {
+                "id": f"page-{page['id']}",
+                "url": record.url if record else page["final_url"] or page["url"],
+                "ts": record.date if record else page["fetched_at"],
+                "title": page["title"] or page["url"],
+                "text": page["text"] or "",
+            }
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def _pack(path: Path, warc: Path, listing: Path, title: str | None) -> None:
+    """The `wacz` package's own writer (it prints as it goes: kept for an error message)."""
+    from wacz.main import main as wacz
+
+    args = ["create", "--output", str(path), "--pages", str(listing), "--copy-pages", "--hash-type", "sha256"]
+    if title:
+        args += ["--title", title]
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            code = wacz([*args, str(warc)])
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the library's failure, for a person
+        raise WaczError(f"the WACZ could not be packed: {exc}; {printed.getvalue().strip()[-300:]}") from None
+    if code != 0:
+        raise WaczError(f"the WACZ could not be packed: {printed.getvalue().strip()[-300:]}")

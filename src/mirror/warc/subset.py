@@ -1,0 +1,77 @@
+"""Some of an archive's records copied into one WARC file: what a WACZ export of a few pages holds.
+
+Records are copied byte for byte (each is its own gzip member, so members laid end to end are a
+valid .warc.gz); nothing is decoded and written again, so digests and dates stay the originals.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.warcwriter import WARCWriter
+
+from .write import PAGE_HEADER, RENDER_HEADER, WARC_DIR
+
+# A record that points at a kept one belongs with it: a request at its response, a rendered DOM
+# or a screenshot at the capture it was made from.
+_POINTERS = ("WARC-Concurrent-To", "WARC-Refers-To")
+
+
+@dataclass
+class Subset:
+    records: int = 0
+    bytes: int = 0
+    damaged: list[str] | None = None  # files that ended in a damaged record (read up to it)
+
+
+def copy_records(archive_dir: Path, out: Path, *, locations: Collection[tuple[str, int]], pages: Collection[str],
+                 software: str) -> Subset:
+    """Write to `out` a warcinfo record, then every record of the archive's WARC files that is at
+    one of `locations` (file, offset), was fetched or rendered for one of `pages`, or points at a
+    record kept (a request, a rendered DOM, a screenshot), in the order they were written."""
+    folder = Path(archive_dir) / WARC_DIR
+    wanted = {(str(file), int(offset)) for file, offset in locations}
+    pages = set(pages)
+    kept_ids: set[str] = set()
+    subset = Subset()
+    with open(out, "wb") as sink:
+        WARCWriter(sink, gzip=True).write_record(_warcinfo(out.name, software))
+        for path in sorted(folder.glob("*.warc.gz")):
+            if not _copy_file(path, sink, wanted, pages, kept_ids, subset):
+                subset.damaged = [*(subset.damaged or []), path.name]
+    return subset
+
+
+def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], kept_ids: set[str], subset: Subset) -> bool:
+    """Copy `path`'s kept records; False when the file ends in damage (a crashed run's last record)."""
+    try:
+        with open(path, "rb") as source, open(path, "rb") as raw:
+            records = ArchiveIterator(source)
+            for record in records:
+                headers = record.rec_headers
+                keep = ((path.name, records.get_record_offset()) in wanted
+                        or (headers.get_header(PAGE_HEADER) or headers.get_header(RENDER_HEADER)) in pages
+                        or any(headers.get_header(name) in kept_ids for name in _POINTERS))
+                records.read_to_end(record)
+                if not keep:
+                    continue
+                kept_ids.add(headers.get_header("WARC-Record-ID"))
+                raw.seek(records.get_record_offset())
+                length = records.get_record_length()
+                sink.write(raw.read(length))
+                subset.records += 1
+                subset.bytes += length
+    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error, AttributeError, TypeError, KeyError):
+        return False  # warcio fails in these ways on damaged or crafted bytes
+    return True
+
+
+def _warcinfo(filename: str, software: str):
+    writer = WARCWriter(None, gzip=True)
+    return writer.create_warcinfo_record(filename, {"software": software, "format": "WARC File Format 1.0",
+                                                    "description": "pages exported from a mirror archive"})
