@@ -18,7 +18,9 @@ MOJIBAKE = re.compile("[\ufffd]|Ã.|â€|ç\u009a|å\u0085")
 
 
 def rows(corpus_archive):
-    return {r["url"].split("/", 3)[3]: r for r in sqlite_utils.Database(corpus_archive / "mirror.db")["pages"].rows}
+    from mirror.store.queries import with_markdown
+
+    return {r["url"].split("/", 3)[3]: with_markdown(r) for r in sqlite_utils.Database(corpus_archive / "mirror.db")["pages"].rows}
 
 
 def test_every_corpus_page_is_fetched_and_extracted(corpus_archive):

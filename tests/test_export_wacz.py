@@ -141,7 +141,7 @@ def test_a_reading_list_takes_its_redirects_images_and_versions_and_nothing_else
     other = web.add("/other", article("别的文章", "这篇不在清单里。"))
     (tmp_path / "list.md").write_text(f"- {moved}\n", encoding="utf-8")
     (tmp_path / "else.md").write_text(f"- {other}\n", encoding="utf-8")
-    assert cli("fetch", "list.md", "else.md", *QUICK).exit_code == 0
+    assert cli("fetch", "list.md", "else.md", *QUICK, "--header", "Authorization: Bearer SECRET-TOKEN").exit_code == 0
     web.add("/kept", article("留下的文章", '<img src="/pic.png" alt="图"> 这篇在阅读清单里，后来改过。'))
     assert cli("check", "--older-than", "0s", *QUICK).exit_code in (0, 1)
     result = cli("export", "wacz", "list.wacz", "--seed", "list.md")
@@ -150,7 +150,9 @@ def test_a_reading_list_takes_its_redirects_images_and_versions_and_nothing_else
     found = records(wacz)
     targets = {(kind, url) for kind, url, _ in found}
     assert ("response", moved) in targets and ("response", kept) in targets and ("response", web.url("/pic.png")) in targets
-    assert ("request", kept) in targets and found[0][0] == "warcinfo"
+    assert found[0][0] == "warcinfo" and not any(kind == "request" for kind, _, _ in found)
+    assert b"SECRET-TOKEN" not in gzip.decompress(zipfile.ZipFile(wacz).read(next(
+        n for n in zipfile.ZipFile(wacz).namelist() if n.startswith("archive/"))))  # what the user sent stays home
     assert not any(url == other for _, url, _ in found)
     bodies = [body for kind, url, body in found if kind == "response" and url == kept]
     assert len(bodies) == 2 and "后来改过".encode() in bodies[1]  # both versions
@@ -181,6 +183,25 @@ def test_a_damaged_warc_file_is_read_up_to_the_damage(cli, tmp_path, web):
         f.write(gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 99999\r\n\r\ncut"))
     result = cli("export", "wacz", "x.wacz")
     assert result.exit_code == 0, result.output
-    assert "damaged record" in result.output
+    assert "is damaged" in result.output
     assert any(url == u for _, u, _ in records(tmp_path / "x.wacz"))
     shutil.rmtree(tmp_path / "archive")
+
+
+def test_an_image_two_lists_show_goes_with_each(cli, tmp_path, web):
+    web.add("/shared.png", PNG, content_type="image/png")
+    first = web.add("/first", article("第一篇", '<img src="/shared.png" alt="图"> 两篇文章用同一张图。'))
+    second = web.add("/second", article("第二篇", '<img src="/shared.png" alt="图"> 第二篇也用这张图。'))
+    (tmp_path / "a.md").write_text(f"- {first}\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text(f"- {second}\n", encoding="utf-8")
+    assert cli("fetch", "a.md", "b.md", *QUICK).exit_code == 0
+    assert cli("export", "wacz", "b.wacz", "--seed", "b.md").exit_code == 0
+    assert ("response", web.url("/shared.png")) in {(k, u) for k, u, _ in records(tmp_path / "b.wacz")}
+
+
+def test_a_missing_warc_file_is_reported(cli, tmp_path, web):
+    assert cli("fetch", web.add("/one", article("一篇")), *QUICK).exit_code == 0
+    for warc in (tmp_path / "archive" / "warc").glob("*.warc.gz"):
+        warc.unlink()
+    result = cli("export", "wacz", "x.wacz")
+    assert "were not found in its WARC files" in result.output

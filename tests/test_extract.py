@@ -72,7 +72,9 @@ def test_markdown_keeps_structure(tmp_path, web):
     url = web.add("/notes", page.encode())
     web.add("/fig1.png", b"\x89PNG\r\n\x1a\nfake", content_type="image/png")
     db, _ = fetch(tmp_path, [url])
-    row = db["pages"].get(url)
+    from mirror.store.queries import with_markdown
+
+    row = with_markdown(db["pages"].get(url))
     md = row["markdown"]
     assert "## Tiling" in md
     assert "- first point about tiles" in md
@@ -143,8 +145,8 @@ def test_pages_without_text_are_no_text_with_metadata(tmp_path, web, path, body,
 def test_reindex_rebuilds_from_warc_without_network(tmp_path, web, cli):
     url = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
     db, _ = fetch(tmp_path, [url])
-    db.execute("update pages set text = null, markdown = null, title = null where url = ?", [url])
-    db.execute("delete from pages_fts")
+    db.execute("insert into pages_fts (pages_fts) values ('delete-all')")  # (a contentless index: emptied whole)
+    db.execute("update pages set text = null, markdown_z = null, title = null where url = ?", [url])
     db.conn.commit()
     web.shutdown()  # no network from here on
     result = cli("reindex", "--archive", str(tmp_path / "archive"))
@@ -193,7 +195,6 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
 def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
     """The index values come from the extraction worker; they are exactly what the writer
     makes from the stored row, so a page fetched and a page re-indexed are found alike."""
-    from mirror._fts import FTS_COLUMNS, INDEX_COLUMNS
     from mirror._util.segment import index_values
 
     body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
@@ -205,9 +206,9 @@ def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
 
     url = web.add("/article-zh", body)
     db, _ = fetch(tmp_path, [url])
-    row = db["pages"].get(url)
-    indexed = db.execute(f"select {', '.join(INDEX_COLUMNS)} from pages_fts where rowid = ?", [row["id"]]).fetchone()
-    assert indexed == index_values(*(row[column] for column in FTS_COLUMNS))
+    from .fts_check import assert_index_matches_pages
+
+    assert_index_matches_pages(db)  # what the worker made is what the row makes
     assert db.execute("select count(*) from pages_fts where pages_fts match ?", ['body2:"显存"']).fetchone()[0] == 1
 
 
@@ -225,8 +226,10 @@ def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, w
         text = "混合精度训练的笔记，" * 10
         archive.save_extraction(uncaptured, Extraction(status="archived", kind="text", title="笔记", text=text, markdown=text))
     ids = {url: db["pages"].get(url)["id"] for url in (article, empty, uncaptured)}
-    db.execute("delete from pages_fts")
-    db.execute("insert into pages_fts (rowid, text) values (?, 'stale')", [ids[empty]])
+    from mirror._fts import index_insert
+
+    db.execute("insert into pages_fts (pages_fts) values ('delete-all')")
+    db.execute(*index_insert(ids[empty], db["pages"].get(empty)))  # a stale entry, as it went in
     db.conn.commit()
     web.shutdown()
     with Archive(tmp_path / "archive") as archive:
@@ -235,3 +238,6 @@ def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, w
     assert sorted(r[0] for r in db.execute("select rowid from pages_fts")) == sorted([ids[article], ids[uncaptured]])
     found = db.execute("select rowid from pages_fts where pages_fts match ?", ['body2:"精度"']).fetchall()
     assert sorted(r[0] for r in found) == sorted([ids[article], ids[uncaptured]])
+    from .fts_check import assert_index_matches_pages
+
+    assert_index_matches_pages(db)

@@ -161,3 +161,33 @@ def test_a_page_given_as_a_url_is_not_a_feed(cli, tmp_path, web):
     url = web.add("/page", article("普通文章", "提到 <rss> 的普通文章。"))
     result = cli("fetch", url, "--delay", "0")
     assert result.exit_code == 0 and "feed" not in result.output
+
+
+def test_a_feeds_entries_get_no_header_of_the_user_and_no_more_private_address(cli, tmp_path, web, web2):
+    """A feed is someone else's list: a token given with --header goes to the feed's host only,
+    and an entry may not be at an address more private than the feed's own."""
+    from .webserver import article
+
+    entry = web2.add("/entry", article("别人的文章", "订阅源指向另一台主机上的文章。"))
+    url = web.add("/feed", f'<rss version="2.0"><channel><item><link>{entry}</link></item></channel></rss>'.encode(),
+                  content_type="application/rss+xml")
+    result = cli("fetch", url, "--delay", "0", "--retries", "0", "--header", "Authorization: Bearer MINE")
+    assert result.exit_code == 0 and "1 entries in 1 feed(s)" in result.output
+    assert web.recorder.headers["/feed"][0].get("Authorization") == "Bearer MINE"
+    assert "Authorization" not in web2.recorder.headers["/entry"][0]
+
+
+def test_a_page_past_the_reach_it_is_given_is_refused(tmp_path, web):
+    from mirror.fetch import FetchOptions, run
+    from mirror.http.gate import Reach
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    from .webserver import article
+
+    url = web.add("/intranet", article("内网", "只在本机上的页面。"))
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(links_from_urls([url]))
+        run(archive, FetchOptions(delay=0, retries=0, page_reach=int(Reach.PUBLIC)))
+        row = archive.db["pages"].get(url)
+    assert (row["status"], row["error"]) == ("failed", "private_address") and web.recorder.hits["/intranet"] == 0

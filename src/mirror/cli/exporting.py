@@ -93,7 +93,9 @@ def wacz(
         except OSError as exc:
             fail(f"{file}: cannot write the package ({exc.strerror or exc})")
     for name in summary.damaged or []:
-        err.print(f"warning: {safe(name)} ends in a damaged record; its records before it are in the package")
+        err.print(f"warning: {safe(name)} is damaged; its records before the damage are in the package")
+    if summary.missing:
+        err.print(f"warning: {summary.missing} captures the archive names were not found in its WARC files (damaged or missing files)")
     err.print(f"{safe(str(file))}: {summary.pages} pages, {summary.records} WARC records, {summary.bytes / 1e6:,.1f} MB")
 
 

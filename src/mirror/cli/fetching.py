@@ -106,18 +106,32 @@ def fetch(
     only = None if not sources or all_pending else _urls(inventory)
     summary = _run_fetch(archive, options, inventory, only)
     feeds = _feeds_given(archive, inventory)
-    if as_json:
-        report = summary.as_dict()
-        if feeds.links:
-            report["feeds"] = {"feeds": feeds.seeds, "entries": len(feeds.links), "run": _run_fetch(archive, options, feeds, _urls(feeds)).as_dict()}
-        print_json(report)
-        return
-    _tell(summary, inventory, sources, all_pending)
-    if feeds.links:
+    if not as_json:
+        _tell(summary, inventory, sources, all_pending)
         for warning in feeds.warnings:
             err.print(f"[yellow]warning:[/] {safe(warning)}")
+    entries = _fetch_entries(archive, options, feeds, as_json) if feeds.links else None
+    if as_json:
+        report = summary.as_dict()
+        if feeds.seeds or feeds.warnings:
+            report["feeds"] = {"feeds": feeds.seeds, "entries": len(feeds.links), "warnings": feeds.warnings,
+                               "run": entries.as_dict() if entries else None}
+        print_json(report)
+
+
+def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet: bool) -> Summary:
+    """A feed's entries fetched as a reading list of someone else's: without the user's --header
+    values (unless --header-all-hosts) and at no address more private than the feed's own."""
+    from ..fetch.feeds import feed_reach
+
+    reach = max(feed_reach(url) for url in feeds.seeds)
+    options = dataclasses.replace(options, headers={} if not options.header_all_hosts else options.headers, page_reach=int(reach))
+    if not quiet:
         err.print(f"{len(feeds.links)} entries in {len(feeds.seeds)} feed(s) given ({', '.join(map(safe, feeds.seeds))}): fetching them")
-        _tell(_run_fetch(archive, options, feeds, _urls(feeds)), feeds, feeds.seeds, False)
+    summary = _run_fetch(archive, options, feeds, _urls(feeds))
+    if not quiet:
+        _tell(summary, feeds, feeds.seeds, False)
+    return summary
 
 
 def _feeds_given(archive: Path, inventory: Inventory) -> Inventory:

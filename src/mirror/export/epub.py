@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._types import PageStatus, ResourceStatus
-from ..store.queries import warc_location
+from ..store.queries import warc_location, with_markdown
 from ..warc import WarcError, read_payload
 
 __all__ = ["EpubError", "EpubSummary", "export_epub", "reading_lists"]
@@ -51,7 +51,7 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
         "select links.section, pages.* from links join pages on pages.url = links.url "
         "where links.seed = ? and pages.status = ? order by links.line, links.col", [seed, PageStatus.ARCHIVED.value]))
     seen: set[str] = set()
-    entries = [e for e in entries if not (e["url"] in seen or seen.add(e["url"]))]
+    entries = [with_markdown(e) for e in entries if not (e["url"] in seen or seen.add(e["url"]))]
     if not entries:
         raise EpubError(f"reading list {seed!r} has no archived article yet (`mirror fetch {seed}` first)")
     language = Counter(e["language"] or "en" for e in entries).most_common(1)[0][0]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._types import ResourceStatus
 from .._util.text import strip_controls
-from ..store.queries import warc_location
+from ..store.queries import warc_location, with_markdown
 from ..warc import WarcError, read_payload
 from ._select import archived_pages
 
@@ -24,7 +24,7 @@ ASSETS = "assets"  # images, one folder per article: assets/<file stem>/<n>.<ext
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*#^\[\]]')  # Windows' and Obsidian's (links, tags, blocks)
 _IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((<[^>\n]*>|[^)\s]*)\)")
 MAX_STEM = 80  # characters of a title in its file name
-_COLUMNS = "id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown, images"
+_COLUMNS = "id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown_z, images"
 
 
 @dataclass
@@ -42,7 +42,7 @@ def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None
     """Write the archived articles (of `seed`, of `site`, captured `since` an ISO date) under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
-    pages = list(archived_pages(db, _COLUMNS, seed=seed, site=site, since=since))
+    pages = [with_markdown(page) for page in archived_pages(db, _COLUMNS, seed=seed, site=site, since=since)]
     names = _file_names(pages)
     for page in pages:
         summary.articles += 1

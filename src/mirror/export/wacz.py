@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._types import ResourceStatus
 from ..store.queries import warc_location
 from ..warc import original
 from ..warc.subset import copy_records
@@ -25,7 +26,7 @@ from ._select import archived_pages
 
 __all__ = ["WaczError", "WaczSummary", "export_wacz"]
 
-_COLUMNS = ("id, url, final_url, title, text, fetched_at, warc_file, warc_offset, warc_length, "
+_COLUMNS = ("id, url, final_url, title, text, fetched_at, images, warc_file, warc_offset, warc_length, "
             "screenshot_warc_file, screenshot_warc_offset, full_screenshot_warc_offset")
 # where else a page's captures are: each version's record, its images, each attempt's last response
 _LOCATIONS = (
@@ -45,6 +46,7 @@ class WaczSummary:
     records: int = 0
     bytes: int = 0  # of the WACZ file
     damaged: list[str] | None = None  # WARC files read only up to a damaged record
+    missing: int = 0  # captures the database names that were not found in the WARC files
 
 
 def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None,
@@ -62,6 +64,7 @@ def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, si
         warc = work / "mirror-export.warc.gz"
         subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software())
         summary.records, summary.damaged = subset.records, subset.damaged
+        summary.missing = len(locations - subset.copied)
         listing = work / "pages.jsonl"
         _write_pages(listing, archive_dir, pages, title)
         packed = work / "export.wacz"
@@ -90,6 +93,10 @@ def _locations(db, pages: list[dict], urls: set[str]) -> set[tuple[str, int]]:
                 found.add((page["screenshot_warc_file"], page["full_screenshot_warc_offset"]))
     for sql in _LOCATIONS:
         found.update((file, offset) for url, file, offset in db.execute(sql) if url in urls)
+    # an image two pages show is one `resources` row, under the page that fetched it first
+    shown = {image for page in pages for image in json.loads(page["images"] or "[]") if isinstance(image, str)}
+    found.update((file, offset) for url, file, offset in db.execute(
+        "select url, warc_file, warc_offset from resources where status = ? and warc_file is not null", [ResourceStatus.ARCHIVED]) if url in shown)
     return {(file, offset) for file, offset in found if file and offset is not None}
 
 
@@ -98,7 +105,7 @@ def _write_pages(path: Path, archive_dir: Path, pages: list[dict], title: str | 
     player asks its index for), with its title and extracted text."""
     with open(path, "w", encoding="utf-8") as f:
         header = {"format": "json-pages-1.0", "id": "pages", "title": title or "Pages", "hasText": True}
-        f.write(json.dumps(header, ensure_ascii=False) + "\n")
+        f.write(json.dumps(header) + "\n")  # ASCII: the packer reads it in the locale's encoding
         for page in pages:
             record = original(archive_dir, warc_location(page))
             entry = {
@@ -108,7 +115,7 @@ def _write_pages(path: Path, archive_dir: Path, pages: list[dict], title: str | 
                 "title": page["title"] or page["url"],
                 "text": page["text"] or "",
             }
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            f.write(json.dumps(entry) + "\n")
 
 
 def _pack(path: Path, warc: Path, listing: Path, title: str | None) -> None:

@@ -1,36 +1,44 @@
 """Feeds given to `mirror fetch` as URLs (RSS, Atom, OPML): the feed is archived as a page like
-any other, then its entries are read from that capture as a reading list named by the feed's URL,
-and fetched. A feed already archived is read from its saved copy (`--refresh` asks it again)."""
+any other, then its entries are read from its newest capture as a reading list named by the
+feed's URL, and fetched. A feed already archived is read from its saved copy (`--refresh` asks
+it again). A feed is someone else's list: its entries get neither the user's `--header` values
+nor an address more private than the feed's own (`feed_reach`)."""
 
 from __future__ import annotations
 
+import socket
+from urllib.parse import urlsplit
+
 from .. import warc
+from ..http.gate import Reach, reach_of_ip
 from ..seeds.documents import Inventory
 from ..seeds.imports import FEED, parse_feed
 from ..store.queries import warc_location
 
-__all__ = ["feed_entries"]
+__all__ = ["feed_entries", "feed_reach"]
 
 MAX_FEED_BYTES = 20_000_000  # decoded; a feed larger than this is archived, not read
 _NOT_FEEDS = ("image/", "video/", "audio/", "font/", "application/pdf", "application/zip")
 
 
 def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
-    """The entries of those `urls` whose saved capture is a feed, one reading list per feed."""
+    """The entries of those `urls` whose newest capture is a feed, one reading list per feed."""
     inventory = Inventory()
     for url in dict.fromkeys(urls):
-        row = next(db.query("select url, final_url, content_type, warc_file, warc_offset, warc_length from pages "
-                            "where url = ? and warc_file is not null", [url]), None)
+        row = next(db.query("select url, final_url, content_type from pages where url = ?", [url]), None)
         if row is None or (row["content_type"] or "").lower().startswith(_NOT_FEEDS):
             continue
-        location = warc_location(row)
-        try:
-            _, head = warc.read_head(archive_dir, location, 4096)
-            if not FEED.match(_ascii(head)):
-                continue
-            _, body = warc.read_payload(archive_dir, location, MAX_FEED_BYTES)
-        except warc.WarcError as exc:
-            inventory.warnings.append(f"{url}: the feed's capture cannot be read ({exc})")
+        body = None
+        for location in _captures(db, url):  # the newest first: a refreshed feed has new entries
+            try:
+                _, head = warc.read_head(archive_dir, location, 4096)
+                if FEED.match(_ascii(head)):
+                    _, body = warc.read_payload(archive_dir, location, MAX_FEED_BYTES)
+                break
+            except warc.WarcError as exc:
+                inventory.warnings.append(f"{url}: the feed's capture cannot be read ({exc})")
+                break
+        if body is None:
             continue
         links = parse_feed(body, url, inventory.warnings.append, base=row["final_url"] or url)
         if not links:
@@ -38,6 +46,26 @@ def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
         inventory.seeds.append(url)
         inventory.links.extend(links)
     return inventory
+
+
+def _captures(db, url: str) -> list:
+    """The page's captures with a body, newest first: its versions' records (not revisits), then its saved copy."""
+    rows = db.query("select warc_file, warc_offset, warc_length from versions where page_url = ? and warc_file is not null "
+                    "and revisit_of is null order by id desc", [url])
+    found = [warc_location(r) for r in rows]
+    saved = next(db.query("select warc_file, warc_offset, warc_length from pages where url = ? and warc_file is not null", [url]), None)
+    return found + ([warc_location(saved)] if saved else [])
+
+
+def feed_reach(url: str) -> Reach:
+    """How private the feed's own address is (its entries may be no more private): by the system
+    resolver, the most private of its addresses; public when it does not resolve."""
+    host = urlsplit(url).hostname or ""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return Reach.PUBLIC
+    return max((reach_of_ip(a) for a in addresses), default=Reach.PUBLIC)
 
 
 def _ascii(head: bytes) -> str:

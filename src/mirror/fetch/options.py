@@ -52,6 +52,7 @@ class FetchOptions:
     chromium: str | None = None  # default: MIRROR_CHROMIUM, else chromium on the PATH
     browser_tabs: int = 2  # pages rendered at once
     allow_private: bool = False  # resources may come from private/loopback addresses whatever the page's
+    page_reach: int | None = None  # a `Reach`: pages no more private than this (a feed's entries: than the feed); None: as listed
     header_all_hosts: bool = False  # send `headers` everywhere, not only to the seed URLs' hosts
     resource_retries: int = 1  # images get their own, smaller budget: they never hold up a page
     resource_timeout: float = 10.0

@@ -40,12 +40,13 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
         if page.last_modified:
             headers["If-Modified-Since"] = page.last_modified
     held = not options.allow_private  # redirects no more private than the page as written
-    attempts = await with_retries(lambda: client.get(page.url, headers, same_reach=held), options.retries, options.backoff,
+    reach = None if options.page_reach is None or options.allow_private else Reach(options.page_reach)
+    attempts = await with_retries(lambda: client.get(page.url, headers, reach=reach, same_reach=held), options.retries, options.backoff,
                                   options.retry_after_cap, options.timeout_retries)
     final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed
-            alternative = await client.get(candidate, same_reach=held)
+            alternative = await client.get(candidate, reach=reach, same_reach=held)
             attempts.append(alternative)
             if alternative.ok:
                 final = alternative

@@ -166,11 +166,20 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
         [*params, size + 1, offset],
     ).fetchall()
     return {
-        "rows": [dict(zip(columns, r)) for r in rows[:size]],
+        "rows": [{c: _value(v) for c, v in zip(columns, r)} for r in rows[:size]],
         "count": count,
         "facets": facets,
         "more": len(rows) > size,
     }
+
+
+def _value(value: object) -> object:
+    """A cell as datasette's JSON gives it: binary (the compressed Markdown) as base64."""
+    if isinstance(value, bytes):
+        import base64
+
+        return {"$base64": True, "encoded": base64.b64encode(value).decode("ascii")}
+    return value
 
 
 def _url(datasette, database: str, resource: str, args, changes: dict) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .._fts import FTS_TABLE
 from .._types import PageStatus
-from .._util.segment import desegment
+from .._util.segment import CJK, desegment
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 
 if TYPE_CHECKING:
@@ -125,26 +125,20 @@ def search(
             order by rank
             limit :limit
         )
-        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text, {_health(conn)} as health,
-               snippet({FTS_TABLE}, 1, char(2), char(3), '…', 24) as snippet_text,
-               snippet({FTS_TABLE}, 0, char(2), char(3), '…', 24) as snippet_title
+        select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text, {_health(conn)} as health
         from top
-        join {FTS_TABLE} on {FTS_TABLE}.rowid = top.id
         join pages on pages.id = top.id
-        where {FTS_TABLE} MATCH :match
         order by top.rank
     """
     hits = []
-    words = cjk_words(query)
+    words = _snippet_words(query)
     with _deadline(conn, time_limit):
         cursor = conn.execute(sql, params)
         names = [column[0] for column in cursor.description]
         rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     for row in rows:
-        if _MARK_START in (row["snippet_text"] or ""):
-            snippet = row["snippet_text"]
-        else:  # a Chinese word matched in the bigram columns: mark it in the original text
-            snippet = _snippet(row["text"] or "", words) or _snippet(row["title"] or "", words) or row["snippet_title"]
+        # the index keeps no copy of the text (contentless): the words are found in the page's own text
+        snippet = _snippet(row["text"] or "", words) or _snippet(row["title"] or "", words) or (row["text"] or "")[:100]
         hits.append(
             Hit(
                 id=row["id"],
@@ -183,15 +177,26 @@ def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
         conn.set_progress_handler(None, 0)
 
 
-def _snippet(text: str, words: list[str], width: int = 60) -> str | None:
-    found = [i for i in (text.find(w) for w in words) if i >= 0]
-    if not found:
+def _snippet_words(query: str) -> re.Pattern | None:
+    """What a snippet marks: the query's Chinese words as written, its other words as whole words
+    (a `word*` as a prefix), case and diacritics aside as the index has them."""
+    alternatives = [re.escape(w) for w in sorted(set(cjk_words(query)), key=len, reverse=True)]
+    for token in re.findall(r"[^\W_]+\*?", query):
+        word = token.rstrip("*")
+        if not CJK.search(word):
+            alternatives.append(rf"(?<![^\W_]){re.escape(word)}" + (r"[^\W_]*" if token.endswith("*") else r"(?![^\W_])"))
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def _snippet(text: str, words: re.Pattern | None, width: int = 100) -> str | None:
+    """A window of `text` around the first match of `words`, every match in it marked."""
+    first = words.search(text) if words is not None else None
+    if first is None:
         return None
-    start = max(0, min(found) - width // 3)
-    window = text[start : start + width]
-    pattern = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
-    window = re.sub(pattern, lambda m: f"{_MARK_START}{m[0]}{_MARK_END}", window)
-    return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
+    start = max(0, first.start() - width // 3)
+    end = start + width
+    window = words.sub(lambda m: f"{_MARK_START}{m[0]}{_MARK_END}", text[start:end])
+    return ("…" if start else "") + window + ("…" if end < len(text) else "")
 
 
 _MD_IMAGE = re.compile(r"!\[([^\]\x02\x03]*)\]\([^)\s]*\)")

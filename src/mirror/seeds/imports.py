@@ -45,7 +45,11 @@ def _when(text: str) -> str | None:
     if rfc := _RFC822.fullmatch(text):  # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write
         day, month, year, clock, zone = rfc.groups()
         if month.title() in _MONTHS and zone.upper() in ("GMT", "UT", "UTC", "Z", "+0000"):
-            return f"{year}-{_MONTHS.index(month.title()) + 1:02d}-{int(day):02d}T{clock}+00:00"
+            try:  # a real date and time, or the slow path decides
+                return datetime(int(year), _MONTHS.index(month.title()) + 1, int(day), *map(int, clock.split(":")),
+                                tzinfo=UTC).isoformat(timespec="seconds")
+            except ValueError:
+                pass
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat(timespec="seconds")
     except ValueError:

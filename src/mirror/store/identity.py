@@ -100,7 +100,7 @@ class DuplicateWrites:
             ) if other not in others and _same_site(other_final or other, url) and same_text(text, extraction.text)]
         for other in others:
             _update_page(self.db, other, {"status": PageStatus.DUPLICATE, "same_as": url})
-            self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = (select id from pages where url = ?)", [other])
+            _fts.unindex_page(self.db, self.db.execute("select id from pages where url = ?", [other]).fetchone()[0])
         if others:  # the duplicates of those are this page's now
             self.db.conn.executemany("update pages set same_as = ? where same_as = ?", [(url, other) for other in others])
         self.adopted += others

@@ -14,10 +14,11 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
+from .schema import article_markdown
 
 __all__ = [
     "archived_resource_urls", "attempts_of", "find_page", "latest_resource", "origins", "page_by_id", "warc_location",
-    "warc_values",
+    "warc_values", "with_markdown",
 ]
 
 
@@ -37,19 +38,26 @@ def warc_values(location: WarcLocation | None, prefix: str = "") -> dict[str, ob
 
 
 def page_by_id(db: sqlite_utils.Database, page_id: int) -> dict | None:
-    return next(db.query("select * from pages where id = ?", [page_id]), None)
+    return with_markdown(next(db.query("select * from pages where id = ?", [page_id]), None))
+
+
+def with_markdown(page: dict | None) -> dict | None:
+    """A page row with its article's Markdown (`markdown`) read from the compressed column."""
+    if page is not None:
+        page["markdown"] = article_markdown(page.pop("markdown_z", None)) if "markdown_z" in page else page.get("markdown")
+    return page
 
 
 def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> dict | None:
     """A page by its id, its URL (as written or `normalized`) or where it ended up."""
-    return next(
+    return with_markdown(next(
         db.query(
             "select * from pages where url = ? or url = ? or final_url = ? or id = ? "
             "order by url = ? desc, url = ? desc, id limit 1",  # the URL as given wins, then as normalized
             [key, normalized or key, key, int(key) if key.isdigit() and len(key) < 19 else -1, key, normalized or key],
         ),
         None,
-    )
+    ))
 
 
 def origins(db: sqlite_utils.Database, url: str) -> list[dict]:

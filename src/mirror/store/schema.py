@@ -10,6 +10,7 @@ so a read-only archive can still be searched and browsed.
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,7 +79,7 @@ PAGES_COLUMNS = {
     "description": str,
     "tags": str,
     "text": str,
-    "markdown": str,
+    "markdown_z": bytes,  # the article as Markdown, zlib-compressed (`article_markdown` reads it): read whole, never searched
     "word_count": int,
     "images": str,  # JSON list of the article's image URLs
     "extracted_at": str,
@@ -103,6 +104,32 @@ EXTRACTED_COLUMNS = (
     "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images",
     "extract_note",
 )
+
+
+def stored_extraction(row: dict) -> dict[str, object]:
+    """An extraction's columns as `pages` stores them: the Markdown compressed (`markdown_z`)."""
+    values = {column: row[column] for column in EXTRACTED_COLUMNS if column != "markdown"}
+    values["markdown_z"] = compress_markdown(row["markdown"])
+    return values
+
+
+def compress_markdown(markdown: str | None) -> bytes | None:
+    """The second form of the article, stored at about a third of its size (issue 29)."""
+    return zlib.compress(markdown.encode("utf-8"), 6) if markdown else None
+
+
+def article_markdown(value: bytes | str | None) -> str | None:
+    """`pages.markdown_z` read back (a damaged value reads as none, never an error)."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        return value
+    try:
+        return zlib.decompress(value).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError):
+        return None
+
+
 # Images and other resources an article shows, captured in the WARC files.
 RESOURCES_COLUMNS = {
     "page_url": str,
@@ -224,6 +251,19 @@ def _versions(db: sqlite_utils.Database) -> None:
         db.execute("update pages set health = 'first', health_since = ? where url = ?", [at, url])
 
 
+def _compact(db: sqlite_utils.Database) -> None:
+    """Issue 29: the database at most 2.5x its text. The search index keeps no copy of the text
+    (contentless FTS5, rebuilt from `pages`), and the Markdown is compressed (`markdown_z`). The
+    space freed is given back by the VACUUM `migrate` runs after this step."""
+    _baseline(db)  # markdown_z, and the contentless index made and filled
+    columns = {row[1] for row in db.execute("pragma table_info(pages)")}
+    if "markdown" in columns:
+        rows = db.execute("select rowid, markdown from pages where markdown is not null")
+        while batch := rows.fetchmany(2000):
+            db.conn.executemany("update pages set markdown_z = ? where rowid = ?", [(compress_markdown(md), rowid) for rowid, md in batch])
+        db.execute("alter table pages drop column markdown")
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -234,10 +274,11 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
-# 7: versions, pages.health; 8: links.tags and added (imports)
+# 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline,
+    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline, _compact,
 ]
+VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -249,6 +290,8 @@ def migrate(db: sqlite_utils.Database) -> int:
             step(db)
         if version < SCHEMA_VERSION:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if 0 < version < VACUUM_AFTER <= SCHEMA_VERSION and db.execute("select count(*) from pages").fetchone()[0]:
+        db.execute("VACUUM")  # (outside the transaction: SQLite's rule) an archive of old shrinks in place
     return max(0, SCHEMA_VERSION - version)
 
 
@@ -301,7 +344,8 @@ def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False, urls:
     missing = f" and id not in (select rowid from {_fts.FTS_TABLE})" if missing_only else ""
     if urls is not None:
         missing += f" and url in ({', '.join('?' for _ in urls)})"
-        db.execute(f"delete from {_fts.FTS_TABLE} where rowid in (select id from pages where url in ({', '.join('?' for _ in urls)}))", urls)
+        for (page_id,) in db.execute(f"select id from pages where url in ({', '.join('?' for _ in urls)})", urls).fetchall():
+            _fts.unindex_page(db, page_id)
     rows = db.query(
         f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where status = ? and text is not null{missing}",
         [PageStatus.ARCHIVED, *(urls or [])],

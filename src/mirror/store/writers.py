@@ -22,7 +22,7 @@ from .folder import now
 from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
-from .schema import EXTRACTED_COLUMNS, reindex_rows
+from .schema import reindex_rows, stored_extraction
 from .versions import Before, VersionWrites, bad_answer
 
 if TYPE_CHECKING:
@@ -143,12 +143,11 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
 
     def _save_extraction(self, url: str, extraction: Extraction, *, index: bool = True) -> None:
         row = extraction.as_row()
-        values = {column: row[column] for column in EXTRACTED_COLUMNS}
-        _update_page(self.db, url, {**values, "extracted_at": now()})
-        page_id = self.db.execute("select id from pages where url = ?", [url]).fetchone()[0]
-        self.db.execute(f"delete from {_fts.FTS_TABLE} where rowid = ?", [page_id])
-        if extraction.status == PageStatus.ARCHIVED and index:
-            self.db.execute(*_fts.index_insert(page_id, row, extraction.search_index))
+        old = next(self.db.query(f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where url = ?", [url]))
+        # out of the index with the values it went in with, before the row changes
+        _fts.index_page(self.db, old["id"], old, row if extraction.status == PageStatus.ARCHIVED and index else None,
+                        extraction.search_index)
+        _update_page(self.db, url, {**stored_extraction(row), "extracted_at": now()})
 
     def rebuild_index(self) -> int:
         """Re-create the search index from the pages table; returns pages indexed."""
@@ -162,11 +161,12 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         the archived pages, the pages it lacks indexed from their rows (not all of them again,
         as `rebuild_index` would). Returns how many pages the index holds."""
         with self.db.atomic():
-            self.db.execute(
-                f"delete from {_fts.FTS_TABLE} where rowid not in "
-                "(select id from pages where status = ? and text is not null)",
+            stale = self.db.execute(
+                f"select rowid from {_fts.FTS_TABLE} where rowid not in (select id from pages where status = ? and text is not null)",
                 [PageStatus.ARCHIVED],
-            )
+            ).fetchall()
+            for (page_id,) in stale:
+                _fts.unindex_page(self.db, page_id)
             reindex_rows(self.db, missing_only=True)
             return self.db.execute(f"select count(*) from {_fts.FTS_TABLE}").fetchone()[0]
 

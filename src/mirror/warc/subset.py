@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -17,9 +17,10 @@ from warcio.warcwriter import WARCWriter
 
 from .write import PAGE_HEADER, RENDER_HEADER, WARC_DIR
 
-# A record that points at a kept one belongs with it: a request at its response, a rendered DOM
-# or a screenshot at the capture it was made from.
-_POINTERS = ("WARC-Concurrent-To", "WARC-Refers-To")
+# A record that points at a kept one belongs with it: a rendered DOM or a screenshot at the capture
+# it was made from. Request records are left out: they hold what the user sent (cookies, tokens),
+# and replay needs only the responses.
+_POINTERS = ("WARC-Refers-To",)
 
 
 @dataclass
@@ -27,13 +28,14 @@ class Subset:
     records: int = 0
     bytes: int = 0
     damaged: list[str] | None = None  # files that ended in a damaged record (read up to it)
+    copied: set[tuple[str, int]] = field(default_factory=set)  # (file, offset) of every record copied
 
 
 def copy_records(archive_dir: Path, out: Path, *, locations: Collection[tuple[str, int]], pages: Collection[str],
                  software: str) -> Subset:
     """Write to `out` a warcinfo record, then every record of the archive's WARC files that is at
     one of `locations` (file, offset), was fetched or rendered for one of `pages`, or points at a
-    record kept (a request, a rendered DOM, a screenshot), in the order they were written."""
+    record kept (a rendered DOM, a screenshot), in the order they were written; no request record."""
     folder = Path(archive_dir) / WARC_DIR
     wanted = {(str(file), int(offset)) for file, offset in locations}
     pages = set(pages)
@@ -58,7 +60,7 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
                         or (headers.get_header(PAGE_HEADER) or headers.get_header(RENDER_HEADER)) in pages
                         or any(headers.get_header(name) in kept_ids for name in _POINTERS))
                 records.read_to_end(record)
-                if not keep:
+                if not keep or record.rec_type == "request":
                     continue
                 kept_ids.add(headers.get_header("WARC-Record-ID"))
                 raw.seek(records.get_record_offset())
@@ -66,6 +68,7 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
                 sink.write(raw.read(length))
                 subset.records += 1
                 subset.bytes += length
+                subset.copied.add((path.name, records.get_record_offset()))
     except (ArchiveLoadFailed, ValueError, EOFError, zlib.error, AttributeError, TypeError, KeyError):
         return False  # warcio fails in these ways on damaged or crafted bytes
     return True

@@ -1,0 +1,70 @@
+"""Issue 29: the database at most 2.5x its text. The search index keeps no copy of the text
+(contentless FTS5), the Markdown is stored compressed, and an archive made by the code of
+2026-11-27 (schema 8, tests/fixtures/archive-schema8.db: four Chinese and three English corpus
+articles) migrates in place: smaller, with the same search results as before."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from mirror.search import search
+from mirror.store import Archive
+from mirror.store.queries import with_markdown
+
+from .fts_check import assert_index_matches_pages
+from .webserver import article
+
+FIXTURE = Path(__file__).parent / "fixtures" / "archive-schema8.db"
+QUICK = ("--delay", "0", "--retries", "0", "--timeout", "5", "--browser", "never")
+# held out: what search returned on the fixture with the code that made it (page ids, in rank order)
+BEFORE = {
+    "安全": [1, 4, 3], "集成电路": [2], "苹": [3, 2], "劳动法": [3], "湖北": [4], "国": [3, 2, 4, 1], "Minecraft": [5],
+    "gun laws": [6], "the": [7, 6, 5, 1], "journalism*": [7], '"open journalism"': [7], "中国 Apple": [], "ZoomEye": [1],
+}
+
+
+def test_an_archive_of_schema_8_migrates_in_place_smaller_with_the_same_results(tmp_path):
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    shutil.copy(FIXTURE, folder / "mirror.db")
+    old = sqlite3.connect(folder / "mirror.db")
+    markdown = dict(old.execute("select url, markdown from pages where markdown is not null"))
+    old.close()
+    size = (folder / "mirror.db").stat().st_size
+    with Archive(folder) as archive:
+        db = archive.db
+        assert db.execute("pragma user_version").fetchone()[0] == 9
+        assert "content=''" in db.execute("select sql from sqlite_master where name = 'pages_fts'").fetchone()[0].replace(" ", "")
+        assert "markdown" not in {c.name for c in db["pages"].columns}
+        assert {row["url"]: with_markdown(row)["markdown"] for row in db.query("select url, markdown_z from pages where markdown_z is not null")} == markdown
+        assert {query: [hit.id for hit in search(db, query, limit=10)] for query in BEFORE} == BEFORE
+        assert_index_matches_pages(db)
+        hit = search(db, "劳动法")[0]
+        assert "\x02劳动法\x03" in hit.snippet  # snippets come from the page's own text
+        english = search(db, "gun laws")[0]
+        assert "\x02gun\x03" in english.snippet and "\x02laws\x03" in english.snippet
+    archive_db = folder / "mirror.db"
+    sqlite3.connect(archive_db).execute("pragma wal_checkpoint(truncate)").close()
+    assert archive_db.stat().st_size < 0.75 * size
+
+
+def test_the_index_follows_every_change_to_the_pages_it_holds(cli, tmp_path, web):
+    """Refreshed, emptied, duplicated, re-extracted: the contentless index always holds exactly
+    what the pages' rows make (a page taken out with other values than it went in with would not)."""
+    db_path = tmp_path / "archive" / "mirror.db"
+    first = web.add("/first", article("第一版", "注意力机制的第一版说明。"))
+    other = web.add("/other", article("另一篇", "流水线并行的说明，与第一篇无关。"))
+    moved = web.add("/moved", b"", status=301, Location="/first")
+    assert cli("fetch", first, other, *QUICK).exit_code == 0
+    assert_index_matches_pages(sqlite3.connect(db_path))
+    web.add("/first", article("第二版", "注意力机制改写之后的第二版说明。"))
+    web.add("/other", b"<html><body><p>gone quiet</p></body></html>")
+    assert cli("fetch", first, other, "--refresh", *QUICK).exit_code == 0
+    assert cli("fetch", moved, *QUICK).exit_code == 0  # a duplicate of /first
+    assert_index_matches_pages(sqlite3.connect(db_path))
+    assert cli("reindex").exit_code == 0
+    conn = sqlite3.connect(db_path)
+    assert_index_matches_pages(conn)
+    assert [hit.id for hit in search(conn, "第二版")] and not search(conn, "第一版")
