@@ -93,6 +93,29 @@ def time_api(db_path: Path, reps: int) -> dict[str, list[float]]:
     return times
 
 
+def bounded_against_exhaustive(db_path: Path) -> str:
+    """How the results of a query with more than RANKED_AT_MOST matches differ from ranking them
+    all: the share of the exhaustive top 20 that the bounded search also returns, per class."""
+    import sqlite_utils
+
+    from mirror.search import query as search_query
+
+    db = sqlite_utils.Database(db_path)
+    parts = []
+    for kind, queries in QUERIES.items():
+        shares = []
+        for q in queries:
+            bounded = [h.id for h in search_query.search(db, q, limit=20)]
+            kept, search_query.RANKED_AT_MOST = search_query.RANKED_AT_MOST, 10**9
+            try:
+                exhaustive = [h.id for h in search_query.search(db, q, limit=20, time_limit=60)]
+            finally:
+                search_query.RANKED_AT_MOST = kept
+            shares.append(len(set(bounded) & set(exhaustive)) / max(1, len(exhaustive)))
+        parts.append(f"{kind}: {sum(shares) / len(shares):.0%}")
+    return "; ".join(parts)
+
+
 def time_cli(folder: Path, reps: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {}
     for kind, queries in QUERIES.items():
@@ -188,6 +211,7 @@ def main() -> None:
             ("index size", f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available"),
             ("database size", breakdown(db_path, text)),
             ("Python API", summary(time_api(db_path, args.reps))),
+            ("bounded vs exhaustive ranking (top 20 shared)", bounded_against_exhaustive(db_path)),
             ("mirror search (process)", summary(time_cli(Path(tmp), max(3, args.reps // 4)))),
             ("datasette", summary(time_datasette(db_path, args.reps))),
         ]

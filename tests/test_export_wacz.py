@@ -171,7 +171,7 @@ def test_bad_requests_exit_2_and_leave_no_file(cli, tmp_path, web):
     (tmp_path / "folder").mkdir()
     assert cli("export", "wacz", "folder").exit_code == 2
     assert cli("export", "wacz", "nowhere/x.wacz").exit_code == 2
-    assert not (tmp_path / "x.wacz").exists() and not list(tmp_path.glob(".x.wacz.*"))
+    assert not (tmp_path / "x.wacz").exists() and not list(tmp_path.glob(".mirror-wacz-*"))
     assert "Traceback" not in nothing.output
 
 
@@ -205,3 +205,18 @@ def test_a_missing_warc_file_is_reported(cli, tmp_path, web):
         warc.unlink()
     result = cli("export", "wacz", "x.wacz")
     assert "were not found in its WARC files" in result.output
+
+
+def test_a_lists_link_archived_under_another_list_goes_with_it(cli, tmp_path, web):
+    """A reading list whose link redirects to a page another list archived first: its page is a
+    duplicate of that one, and the list's package still holds the redirect and the article."""
+    target = web.add("/target", article("目标文章", "两份清单都指向这篇文章。"))
+    moved = web.add("/moved", b"", status=301, Location="/target")
+    (tmp_path / "d.md").write_text(f"- {target}\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text(f"- {moved}\n", encoding="utf-8")
+    assert cli("fetch", "d.md", *QUICK).exit_code == 0
+    assert cli("fetch", "c.md", *QUICK).exit_code == 0
+    result = cli("export", "wacz", "c.wacz", "--seed", "c.md")
+    assert result.exit_code == 0, result.output
+    targets = {(kind, url) for kind, url, _ in records(tmp_path / "c.wacz")}
+    assert ("response", moved) in targets and ("response", target) in targets

@@ -209,3 +209,32 @@ def test_segment_round_trip():
     assert build_match('"中 国"') == '"中国"'
     assert bigrams("显存优化，Flash显存", "作者") == "显存 存优 优化 \ue000 显存 \ue000 作者"
     assert build_match("comput*") == '"comput"*'
+
+
+def test_a_word_in_most_articles_ranks_the_newest_matches_only(tmp_path, monkeypatch):
+    """Issue 29: past RANKED_AT_MOST matches, the most recently added are ranked (bm25 costs per
+    match); with a filter, or at most that many matches, every match is."""
+    from mirror._types import Extraction
+    from mirror.search import query as search_query
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    urls = [f"https://site{i % 2}.example/{i}" for i in range(30)]
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(urls))
+        archive.save_extractions([(url, Extraction(status="archived", kind="html", title=f"common {i}", sitename=f"site{i % 2}.example",
+                                                   text=f"common word in article {i}. " + "filler " * (i % 7)))
+                                  for i, url in enumerate(urls)])
+        db = archive.db
+        everything = [hit.id for hit in search_query.search(db, "common", limit=30)]
+        assert len(everything) == 30
+        monkeypatch.setattr(search_query, "RANKED_AT_MOST", 10)
+        ids = sorted(db.execute("select id from pages").fetchall())
+        newest = {row[0] for row in ids[-10:]}
+        bounded = [hit.id for hit in search_query.search(db, "common", limit=30)]
+        assert set(bounded) == newest
+        assert bounded == [i for i in everything if i in newest]  # the same order among them
+        filtered = search_query.search(db, "common", limit=30, site="site0.example")
+        assert len(filtered) == 15  # a filter ranks every match
+        monkeypatch.setattr(search_query, "RANKED_AT_MOST", 15)
+        assert len(search_query.search(db, "site1", limit=30)) == 15  # at most that many matches: all ranked

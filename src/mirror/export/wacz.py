@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._types import ResourceStatus
+from .._types import PageStatus, ResourceStatus
 from ..store.queries import warc_location
 from ..warc import original
 from ..warc.subset import copy_records
@@ -53,13 +53,18 @@ def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, si
                 since: str | None = None, title: str | None = None) -> WaczSummary:
     """Write the archived pages (of `seed`, of `site`, captured `since` an ISO date) to `out` as a WACZ."""
     pages = list(archived_pages(db, _COLUMNS, seed=seed, site=site, since=since))
+    duplicates = _duplicates(db, seed) if not (site or since) else {}
+    taken = {page["url"] for page in pages}
+    originals = sorted({original for original in duplicates.values() if original not in taken})
+    pages += list(db.query(f"select {_COLUMNS} from pages where status = ? and url in ({', '.join('?' for _ in originals)})",
+                           [PageStatus.ARCHIVED, *originals])) if originals else []
     if not pages:
         raise WaczError("no archived page matches: nothing to export")
-    urls = {page["url"] for page in pages}
+    urls = {page["url"] for page in pages} | set(duplicates)  # a duplicate's own records: the redirect that led to its original
     locations = _locations(db, pages, urls)
     out = Path(out)
     summary = WaczSummary(pages=len(pages))
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as work:
+    with tempfile.TemporaryDirectory(prefix=".mirror-wacz-", dir=out.parent) as work:  # (not out's name: it may be long)
         work = Path(work)
         warc = work / "mirror-export.warc.gz"
         subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software())
@@ -72,6 +77,15 @@ def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, si
         os.replace(packed, out)
     summary.bytes = out.stat().st_size
     return summary
+
+
+def _duplicates(db, seed: str | None) -> dict[str, str]:
+    """The pages (of `seed`'s links) archived under another link (a redirect to it, the same
+    canonical URL): duplicate -> its original, which the export then takes too."""
+    linked = " and url in (select url from links where seed = ?)" if seed else ""
+    rows = db.execute(f"select url, same_as from pages where status = ? and same_as is not null{linked}",
+                      [PageStatus.DUPLICATE, *([seed] if seed else [])])
+    return dict(rows.fetchall())
 
 
 def _software() -> str:

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode
 from datasette import Response
 from datasette.utils.asgi import Request
 
-from ..search import FTS_TABLE, WEIGHTS, build_match
+from ..search import FTS_TABLE, RANKED_AT_MOST, WEIGHTS, build_match, ranking_floor
 from ..store import FACETS_INDEX
 from ._common import reader_csp
 from ._permissions import can_read_archive
@@ -157,11 +157,15 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
             else:
                 facets[facet][value] += n
     select = ", ".join(f"pages.[{c}]" for c in columns)
+    # as `mirror search`: a word in most articles ranks the newest RANKED_AT_MOST (a page deeper
+    # than those, or a filter, ranks them all)
+    floor = None if filters or offset + size >= RANKED_AT_MOST else ranking_floor(conn, match)
+    ranked_where = sql_where + (f" and {FTS_TABLE}.rowid >= {int(floor)}" if floor is not None else "")
     rows = conn.execute(
         f"""with ranked as (
                 select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
                 from {FTS_TABLE} {f"join {pages} on pages.id = {FTS_TABLE}.rowid" if filters else ""}
-                where {sql_where} order by rank limit ? offset ?)
+                where {ranked_where} order by rank limit ? offset ?)
             select {select} from ranked join pages on pages.id = ranked.id order by ranked.rank""",
         [*params, size + 1, offset],
     ).fetchall()

@@ -24,10 +24,10 @@ from __future__ import annotations
 from .._fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
 from .._util.segment import BARRIER, ZWSP, bigrams, desegment, segment
 from .match import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TERMS, TIME_LIMIT, SearchError, SearchTimeout, build_match, check_query, cjk_words, parse_limit
-from .query import WEIGHTS, Hit, highlight, search, unmatched_filters
+from .query import RANKED_AT_MOST, WEIGHTS, Hit, highlight, ranking_floor, search, unmatched_filters
 
 __all__ = [
     "BARRIER", "ZWSP", "bigrams", "desegment", "ensure_index", "index_insert", "segment",
     "FTS_COLUMNS", "FTS_TABLE", "MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_TERMS", "TIME_LIMIT", "WEIGHTS", "Hit", "SearchError", "SearchTimeout", "build_match",
-    "check_query", "cjk_words", "highlight", "parse_limit", "search", "unmatched_filters",
+    "check_query", "cjk_words", "highlight", "parse_limit", "search", "unmatched_filters", "RANKED_AT_MOST", "ranking_floor",
 ]
