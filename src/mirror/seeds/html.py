@@ -7,7 +7,8 @@ import re
 import lxml.html
 
 from .._types import Link
-from .imports import Row, links_of
+from ._child_call import ChildCall
+from .imports import TWO_CORES, Row, _fields_of, links_of
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)
@@ -16,27 +17,59 @@ _DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
 
 
 def parse_html(text: str, seed: str) -> list[Link]:
-    """Every <a href> with its text as title and its folder or heading as section."""
-    try:
-        root = lxml.html.document_fromstring(_closed(text).encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
-    except (lxml.etree.ParserError, ValueError):
+    """Every <a href> with its text as title and its folder or heading as section. A long one
+    (a bookmark export of 100,000 links) has its second half read in a child process meanwhile."""
+    data = _closed(text).encode("utf-8")
+    root = _root(data)
+    if root is None:
         return []
-    rows: list[Row] = []
+    anchors = _anchors(root)
+    if len(anchors) < TWO_CORES:
+        return links_of(_rows(root, anchors, 0, len(anchors)), seed)
+    half = len(anchors) * 11 // 20
+    with ChildCall("mirror.seeds.html", "_fields_for_parent", data, half) as child:
+        fields = _fields_of(_rows(root, anchors, 0, half))
+        answer = child.result()
+    rest = answer if isinstance(answer, list) and len(answer) == len(anchors) - half else _fields_of(_rows(root, anchors, half, len(anchors)))
+    return [Link(*f[:2], seed, *f[2:]) for f in fields + rest]
+
+
+def _root(data: bytes):
+    try:
+        return lxml.html.document_fromstring(data, parser=lxml.html.HTMLParser(encoding="utf-8"))
+    except (lxml.etree.ParserError, ValueError):
+        return None
+
+
+def _anchors(root) -> list:
+    return [anchor for anchor in root.iter("a") if (anchor.get("href") or "").strip()]
+
+
+def _fields_for_parent(data: bytes, start: int) -> list:
+    """(In the child process.) The Link fields of the document's links from number `start` on."""
+    root = _root(data)
+    anchors = _anchors(root)
+    return _fields_of(_rows(root, anchors, start, len(anchors)))
+
+
+def _rows(root, anchors: list, start: int, stop: int) -> list[Row]:
+    """The rows of anchors[start:stop]: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
+    for anchor in anchors[:start]:
+        line = anchor.sourceline or 0
+        per_line[line] = per_line.get(line, 0) + 1
     headings = _headings_before_anchors(root)
     named: dict = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
-    for anchor in root.iter("a"):
-        href = (anchor.get("href") or "").strip()
-        if not href:
-            continue
+    rows: list[Row] = []
+    for anchor in anchors[start:stop]:
         line = anchor.sourceline or 0
         per_line[line] = per_line.get(line, 0) + 1
         # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
         title = (anchor.text or "") if len(anchor) == 0 else anchor.text_content()  # (no child: its text is all of it)
-        rows.append((href, line, per_line[line], title, _section(anchor, headings.get(anchor), named, folders),
+        rows.append(((anchor.get("href") or "").strip(), line, per_line[line], title, _section(anchor, headings.get(anchor), named, folders),
                      anchor.get("tags"), anchor.get("time_added") or anchor.get("add_date")))
-    return links_of(rows, seed)
+    return rows
 
 
 def _closed(text: str) -> str:

@@ -169,27 +169,62 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
     and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
     are decoded as their XML declaration says; entry links are resolved against `base`."""
-    import lxml.etree
-
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
+    root = _feed_root(data, encoding, seed, warn)
+    if root is None:
+        return []
+    if _local(root.tag) == "opml":
+        return links_of(list(_outlines(root, base)), seed)
+    entries = _feed_entries(root)
+    if len(entries) < TWO_CORES:
+        return links_of(list(_entries(root, entries, 0, seed, warn, base)), seed)
+    # a long feed: its second half read (parsed again, entries made links) in a child meanwhile
+    half = len(entries) * 11 // 20
+    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", data, encoding, seed, base, half) as child:
+        fields = _fields_of(list(_entries(root, entries[:half], 0, seed, warn, base)))
+        answer = child.result()
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], list):
+        rest, warnings = answer
+        for warning in warnings:
+            warn(warning)
+    else:
+        rest = _fields_of(list(_entries(root, entries[half:], half, seed, warn, base)))
+    return [Link(*f[:2], seed, *f[2:]) for f in fields + rest]
+
+
+def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):
+    import lxml.etree
+
     parser = lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True, encoding=encoding)
     try:
         root = lxml.etree.fromstring(data, parser=parser)
     except lxml.etree.XMLSyntaxError as exc:
         warn(f"{seed}: not a feed ({exc}); no links read")
-        return []
+        return None
     if root is None:
         warn(f"{seed}: not a feed; no links read")
-        return []
-    return links_of(list(_outlines(root, base) if _local(root.tag) == "opml" else _entries(root, seed, warn, base)), seed)
+    return root
 
 
-def _entries(root, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+def _feed_entries(root) -> list:
+    return list(root.iter("{*}item", "{*}entry", "item", "entry"))
+
+
+def _feed_fields_for_parent(data: bytes, encoding: str | None, seed: str, base: str | None, start: int) -> tuple[list, list[str]]:
+    """(In the child process.) The Link fields of a feed's entries from `start` on, and the
+    warnings they gave."""
+    warnings: list[str] = []
+    root = _feed_root(data, encoding, seed, warnings.append)
+    rows = list(_entries(root, _feed_entries(root)[start:], start, seed, warnings.append, base))
+    return _fields_of(rows), warnings
+
+
+def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+    """The rows of `entries` (the feed's from number `first`, counting from 0)."""
     channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
     section = _child_text(channel, "title")
-    entries = root.iter("{*}item", "{*}entry", "item", "entry")
-    for number, entry in enumerate(entries, 1):  # the column: a feed written on one line has one line
+    for number, entry in enumerate(entries, first + 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
         for child in entry:
