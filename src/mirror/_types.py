@@ -245,6 +245,9 @@ class Extraction:
     # the search index's values for it (`mirror._util.segment.index_values`), made in the
     # extraction worker so that the process writing the database only inserts them
     search_index: tuple[str, ...] | None = None
+    # the (title, text, author, sitename) it was made from: the writer uses it only for those
+    # (a contentless index takes a page out with the values it went in with; pickled once, shared)
+    indexed_from: tuple | None = None
     # the stylesheets the page links and the URLs its inline CSS loads, found on the tree
     # extraction parses anyway (when asked for: fetch captures them, not stored here)
     stylesheets: list[str] = field(default_factory=list)
@@ -256,7 +259,7 @@ class Extraction:
         row["images"] = json.dumps(self.images) if self.images else None
         row["extract_note"] = row.pop("note")
         row.pop("canonical")  # written with the capture it came from (`RowWriters.record_fetch`)
-        del row["search_index"], row["stylesheets"]
+        del row["search_index"], row["stylesheets"], row["indexed_from"]
         return row
 
 

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from .._util.text import strip_controls
-from ..store import Archive, ArchiveError
+from ..store.folder import ArchiveError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ..store import Archive
 
     from ..seeds.documents import Inventory
 
@@ -106,7 +108,11 @@ def open_archive(
     opening or while the command works in it, ends in a clear error (exit 1), never a traceback;
     `cleanup` runs first (a progress display to stop, say)."""
     try:
-        with Archive(folder, create=create, readonly=readonly) as store, (store.lock() if lock else nullcontext()):
+        if readonly:  # search, show, serve: the database only (the writers bring the seed parser)
+            from ..store.reader import ArchiveReader as opened
+        else:
+            from ..store.archive import Archive as opened
+        with opened(folder, create=create, readonly=readonly) as store, (store.lock() if lock else nullcontext()):
             yield store
     except ArchiveError as exc:
         cleanup()

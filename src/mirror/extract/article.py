@@ -371,7 +371,8 @@ def _finish(result: Extraction) -> Extraction:
     result.word_count = count_words(result.text or "")
     result.status = PageStatus.NO_TEXT if result.word_count < MIN_WORDS else PageStatus(result.status)
     if result.status == PageStatus.ARCHIVED:  # segmented here, in the worker, not by the writer
-        result.search_index = index_values(result.title, result.text, result.author, result.sitename)
+        result.indexed_from = (result.title, result.text, result.author, result.sitename)
+        result.search_index = index_values(*result.indexed_from)
     return result
 
 

@@ -2,6 +2,8 @@
 
 Split by concern:
 
+    archive    the Archive: everything below as one object
+    reader     its database opened (all `mirror search` needs)
     folder     where the archive is, the fetch lock, WARC repair
     schema     tables, migrations, opening read-write or read-only
     writers    rows written by the runs: each page's fetch, extraction, render and resources
@@ -17,81 +19,32 @@ The search index's layout is `mirror._fts` (search reads it too); re-extraction 
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._types import PageToFetch
-from .folder import ArchiveError, ArchiveFolder, ArchiveLocked, check_folder, now
-from .queries import PipelineReads
-from .schema import DB_NAME, FACETS_INDEX, needs_migration, open_db
-from .writers import InventoryStats, RowWriters
+from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
-    import sqlite_utils
+    from .._types import PageToFetch
+    from .archive import Archive
+    from .reader import ArchiveReader
+    from .folder import ArchiveError, ArchiveLocked, now
+    from .schema import DB_NAME, FACETS_INDEX
+    from .writers import InventoryStats
 
 __all__ = [
     "DB_NAME",
     "FACETS_INDEX",
     "Archive",
     "ArchiveError",
+    "ArchiveReader",
     "ArchiveLocked",
     "InventoryStats",
     "PageToFetch",
     "now",
 ]
 
-
-def _writable(folder: Path, db_path: Path) -> bool:
-    """Whether a command can write the archive (SQLite needs the folder too, for its journal)."""
-    return os.access(folder, os.W_OK) and (not db_path.exists() or os.access(db_path, os.W_OK))
-
-
-class Archive(ArchiveFolder, RowWriters, PipelineReads):
-    """An archive folder and its database.
-
-    `readonly`: for search, show and serve. Nothing is written, so it works on an
-    archive in a read-only folder; an archive from an older mirror is migrated
-    first where it can be written.
-    """
-
-    def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
-        self.path = Path(path)
-        self.db_path = self.path / DB_NAME
-        self.adopted: list[str] = []  # pages that became duplicates of a page recorded after them (see RowWriters._adopt)
-        self.released: list[str] = []  # duplicates that became the original when theirs stopped being an article
-        check_folder(self.path, create=create and not readonly)
-        if not readonly and not _writable(self.path, self.db_path):
-            raise ArchiveError(
-                f"{self.path}: the archive is read-only. `mirror search`, `show` and `serve` read it as it is; "
-                "links, fetch and reindex write to it: use a writable copy, or fix the folder's permissions"
-            )
-        if readonly and not self.db_path.is_file():
-            raise ArchiveError(f"{self.db_path}: no archive here (run `mirror links` or `mirror fetch` first)")
-        try:
-            if readonly and needs_migration(self.db_path):
-                try:
-                    open_db(self.db_path).close()
-                except sqlite3.OperationalError:
-                    pass  # cannot be written: read it as it is
-            self.conn = open_db(self.db_path, readonly=readonly)
-        except sqlite3.DatabaseError as exc:
-            raise ArchiveError(f"{self.db_path}: cannot open database ({exc})") from exc
-
-    @cached_property
-    def db(self) -> sqlite_utils.Database:
-        """The database as sqlite-utils sees it (imported on first use: search needs only `conn`)."""
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Archive:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+# (lazy: `mirror search` reads the schema and the queries, never the writers)
+__getattr__ = lazy_exports(__name__, {
+    "Archive": ".archive", "ArchiveReader": ".reader", "ArchiveError": ".folder", "ArchiveLocked": ".folder", "now": ".folder",
+    "DB_NAME": ".schema", "FACETS_INDEX": ".schema", "InventoryStats": ".writers", "PageToFetch": "mirror._types",
+})

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from .. import _fts
 from .._types import Extraction, PageStatus
 from .._util.similar import same_text
-from ..seeds.urls import site_of
 from ._sql import _update_page
 from .schema import reindex_rows
 
@@ -130,4 +129,6 @@ class DuplicateWrites:
 def _same_site(url: str, canonical: str) -> bool:
     """Whether a page may speak for `canonical`: only a page of the canonical URL's own site
     (a page elsewhere declaring another site's URL is not believed)."""
+    from ..seeds.urls import site_of  # (here: courlan is 150 ms that `mirror search` does not need)
+
     return site_of(url) == site_of(canonical)

@@ -145,8 +145,9 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         row = extraction.as_row()
         old = next(self.db.query(f"select id, {', '.join(_fts.FTS_COLUMNS)} from pages where url = ?", [url]))
         # out of the index with the values it went in with, before the row changes
-        _fts.index_page(self.db, old["id"], old, row if extraction.status == PageStatus.ARCHIVED and index else None,
-                        extraction.search_index)
+        made_from = tuple(row[column] for column in _fts.FTS_COLUMNS)
+        values = extraction.search_index if extraction.indexed_from == made_from else None  # else made here, from the row
+        _fts.index_page(self.db, old["id"], old, row if extraction.status == PageStatus.ARCHIVED and index else None, values)
         _update_page(self.db, url, {**stored_extraction(row), "extracted_at": now()})
 
     def rebuild_index(self) -> int:
