@@ -9,6 +9,7 @@ that the process writing the database only inserts them (`mirror._fts` holds the
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["BARRIER", "CJK", "CJK_CLASS", "ZWSP", "bigrams", "desegment", "index_values", "segment"]
@@ -17,8 +18,16 @@ ZWSP = "\u200b"
 BARRIER = "\ue000"  # private-use: unicode61 keeps it as a token of its own
 CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 CJK = re.compile(f"[{CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]{{2,}}")
-_CJK_GAP = re.compile(f"(?<=[{CJK_CLASS}])([^{CJK_CLASS}\\w]+)(?=[{CJK_CLASS}])")
+
+
+@functools.cache  # compiled when text is indexed, not when a search starts (13 ms of `mirror search`)
+def _cjk_run() -> re.Pattern:
+    return re.compile(f"[{CJK_CLASS}]{{2,}}")
+
+
+@functools.cache
+def _cjk_gap() -> re.Pattern:
+    return re.compile(f"(?<=[{CJK_CLASS}])([^{CJK_CLASS}\\w]+)(?=[{CJK_CLASS}])")
 
 
 def segment(text: str | None) -> str:
@@ -26,7 +35,7 @@ def segment(text: str | None) -> str:
     if not text:
         return ""
     text = text.replace(ZWSP, "").replace(BARRIER, "")
-    text = _CJK_GAP.sub(lambda m: f"{ZWSP}{BARRIER}{ZWSP}{m[1]}", text)
+    text = _cjk_gap().sub(lambda m: f"{ZWSP}{BARRIER}{ZWSP}{m[1]}", text)
     return CJK.sub(lambda m: f"{ZWSP}{m[0]}{ZWSP}", text)
 
 
@@ -34,7 +43,7 @@ def bigrams(*texts: str | None) -> str:
     """Adjacent CJK character pairs as tokens; separate runs and fields are barriers apart."""
     streams = []
     for text in texts:
-        for run in _CJK_RUN.findall((text or "").replace(ZWSP, "").replace(BARRIER, "")):
+        for run in _cjk_run().findall((text or "").replace(ZWSP, "").replace(BARRIER, "")):
             streams.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
     return f" {BARRIER} ".join(streams)
 

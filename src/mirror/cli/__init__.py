@@ -4,6 +4,13 @@ parse options and call the library (`links`, `fetching`, `reading`, `serve`, sha
 
 from __future__ import annotations
 
-from .commands import app, main
+from typing import TYPE_CHECKING
+
+from .._util.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .commands import app, main
 
 __all__ = ["app", "main"]
+
+__getattr__ = lazy_exports(__name__, {"app": ".commands", "main": ".commands"})
