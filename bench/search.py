@@ -99,7 +99,10 @@ def time_api(db_path: Path, reps: int) -> dict[str, list[float]]:
 
 def bounded_against_exhaustive(db_path: Path) -> str:
     """How the results of a query with more than RANKED_AT_MOST matches differ from ranking them
-    all: the share of the exhaustive top 20 that the bounded search also returns, per class."""
+    all, per class: the share of the exhaustive top 20 that the bounded search returns too, and
+    the share of the bounded top 20 that score at least as well as the exhaustive 20th (this
+    builder's articles are variants of a few hundred: another variant of the best article is as
+    good a hit, by bm25, as the one ranking every match finds)."""
     import sqlite_utils
 
     from mirror.search import query as search_query
@@ -107,16 +110,19 @@ def bounded_against_exhaustive(db_path: Path) -> str:
     db = sqlite_utils.Database(db_path)
     parts = []
     for kind, queries in QUERIES.items():
-        shares = []
+        shared, as_good = [], []
         for q in queries:
-            bounded = [h.id for h in search_query.search(db, q, limit=20)]
+            bounded = search_query.search(db, q, limit=20)
             kept, search_query.RANKED_AT_MOST = search_query.RANKED_AT_MOST, 10**9
             try:
-                exhaustive = [h.id for h in search_query.search(db, q, limit=20, time_limit=60)]
+                exhaustive = search_query.search(db, q, limit=20, time_limit=60)
             finally:
                 search_query.RANKED_AT_MOST = kept
-            shares.append(len(set(bounded) & set(exhaustive)) / max(1, len(exhaustive)))
-        parts.append(f"{kind}: {sum(shares) / len(shares):.0%}")
+            ids = {h.id for h in exhaustive}
+            shared.append(len(ids & {h.id for h in bounded}) / max(1, len(exhaustive)))
+            floor = min((h.score for h in exhaustive), default=0)
+            as_good.append(sum(h.score >= floor - 1e-9 for h in bounded) / max(1, len(bounded)))
+        parts.append(f"{kind}: {sum(shared) / len(shared):.0%} shared, {sum(as_good) / len(as_good):.0%} as good")
     return "; ".join(parts)
 
 
@@ -219,7 +225,7 @@ def main() -> None:
             ("index size", f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available"),
             ("database size", breakdown(db_path, text)),
             ("Python API", summary(time_api(db_path, args.reps))),
-            ("bounded vs exhaustive ranking (top 20 shared)", bounded_against_exhaustive(db_path)),
+            ("bounded vs exhaustive ranking (top 20)", bounded_against_exhaustive(db_path)),
             ("mirror search (process)", summary(time_cli(folder, max(3, args.reps // 4)))),
             ("datasette", summary(time_datasette(db_path, args.reps))),
         ]
