@@ -258,6 +258,30 @@ def test_table_search_is_ranked_with_count_and_facets(ds, archive_dir):
     assert [r["url"].rsplit("/", 1)[-1] for r in only] == ["etag"]
 
 
+def test_table_search_past_the_ranked_matches_counts_all_and_facets_the_ranked(ds, archive_dir, monkeypatch):
+    """Issue 29: a word in most articles ranks the newest RANKED_AT_MOST matches, as mirror search
+    does; the count is still every match, the facets are those of the ranked ones, and it says so."""
+    from mirror.search import query as search_query
+
+    db = sqlite_utils.Database(archive_dir / "mirror.db")
+    every = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
+    assert every["count"] == 2 and "facets_of_newest" not in every
+    monkeypatch.setattr(search_query, "RANKED_AT_MOST", 1)
+    data = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
+    assert data["count"] == 2 and data["facets_of_newest"] == 1
+    assert [r["url"] for r in data["rows"]] == [h.url for h in search(db, "显")]  # the newest one, as mirror search
+    assert sum(v["count"] for v in facet_results(data)["status"]["results"]) == 1
+    assert "most recently added of them are ranked" in get(ds, "/mirror/pages?_search=" + quote("显")).text
+
+
+def test_a_table_search_as_the_first_request_renders(archive_dir):
+    """The ranked table search answers before datasette's router, which runs the startup hooks
+    on a first request: a search page asked for first was a 500."""
+    fresh = Datasette([str(archive_dir / "mirror.db")])
+    response = get(fresh, "/mirror/pages?_search=" + quote("显存"))
+    assert response.status_code == 200 and "ranked by relevance" in response.text
+
+
 def test_table_search_page_ranks_and_keeps_the_table_view_a_click_away(ds, archive_dir):
     html = get(ds, "/mirror/pages?_search=" + quote("显存")).text
     first = re.search(r'<td><a href="(/-/mirror/page/\d+)">', html)[1]
