@@ -97,3 +97,20 @@ def test_link_health_reads_the_pages_from_an_index_not_their_rows(tmp_path):
     with Archive(tmp_path / "archive") as archive:
         plan = " ".join(row[-1] for row in archive.db.execute("explain query plan select * from link_health"))
     assert f"COVERING INDEX {HEALTH_INDEX}" in plan, plan
+
+
+def test_a_view_of_the_users_naming_the_markdown_does_not_stop_the_migration(tmp_path, cli):
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    shutil.copy(FIXTURE, folder / "mirror.db")
+    conn = sqlite3.connect(folder / "mirror.db")
+    conn.execute("create view my_notes as select url, markdown from pages")
+    conn.commit()
+    conn.close()
+    (tmp_path / "s.md").write_text("- https://example.com/new\n", encoding="utf-8")
+    assert cli("links", "s.md").exit_code == 0
+    conn = sqlite3.connect(folder / "mirror.db")
+    assert conn.execute("pragma user_version").fetchone()[0] == 9
+    assert conn.execute("select count(*) from my_notes where markdown is not null").fetchone()[0] == 0
+    with Archive(folder) as archive:
+        assert all(with_markdown(row)["markdown"] for row in archive.db.query("select markdown_z from pages where status = 'archived'"))

@@ -293,3 +293,17 @@ def test_table_search_page_ranks_and_keeps_the_table_view_a_click_away(ds, archi
     assert "ranked by relevance" not in unranked and "rows-and-columns" in unranked
     hostile = get(ds, "/mirror/pages?_search=" + quote('<script>alert(1)</script>')).text
     assert "<script>alert(1)" not in hostile
+
+
+def test_table_search_pages_through_every_match_once_past_the_ranked(ds, archive_dir, monkeypatch):
+    """Past RANKED_AT_MOST matches, `next` goes on from the newest ranked matches to the older
+    ones (ranked among themselves): every match on one page, none twice."""
+    from mirror.search import query as search_query
+
+    monkeypatch.setattr(search_query, "RANKED_AT_MOST", 1)
+    seen, path = [], "/mirror/pages.json?_shape=objects&_size=1&_search=" + quote("显")
+    while path:
+        data = get(ds, path).json()
+        seen += [row["url"] for row in data["rows"]]
+        path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
+    assert len(seen) == len(set(seen)) == data["count"] == 2

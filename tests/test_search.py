@@ -238,3 +238,22 @@ def test_a_word_in_most_articles_ranks_the_newest_matches_only(tmp_path, monkeyp
         assert len(filtered) == 15  # a filter ranks every match
         monkeypatch.setattr(search_query, "RANKED_AT_MOST", 15)
         assert len(search_query.search(db, "site1", limit=30)) == 15  # at most that many matches: all ranked
+
+
+def test_snippets_mark_words_beside_chinese_and_without_their_accents(tmp_path):
+    """The index keeps no text (issue 29): snippets are marked in the page's own text, where a word
+    ends at a Chinese character as the index's tokens do, and case and accents are folded as there."""
+    from mirror._types import Extraction
+    from mirror.search import query as search_query
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    url = "https://example.com/gpu"
+    text = "我们用GPU加速训练，基于Transformer的模型。The café serves naïve drinkers; CAFE culture."
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls([url]))
+        archive.save_extraction(url, Extraction(status="archived", kind="html", title="加速", text=text))
+        marked = {q: search_query.search(archive.db, q)[0].as_dict()["snippet"] for q in ("GPU", "Transformer", "cafe", "naive", "GPU加速")}
+    assert "用[GPU]加速" in marked["GPU"] and "于[Transformer]的" in marked["Transformer"]
+    assert "[café]" in marked["cafe"] and "[CAFE]" in marked["cafe"] and "[naïve]" in marked["naive"]
+    assert "[GPU]" in marked["GPU加速"]  # found at all: "GPU加速" is GPU, 加, 速 as indexed

@@ -7,6 +7,7 @@ command alone (typer reads every command's options when it builds one: 50 ms for
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from typing import Annotated
@@ -47,9 +48,14 @@ def build_app(only: str | None = None) -> typer.Typer:
     return built
 
 
+@functools.cache
+def _whole_app() -> typer.Typer:
+    return build_app()
+
+
 def __getattr__(name: str) -> object:
-    if name == "app":  # the whole app (tests run it with typer's runner)
-        return build_app()
+    if name == "app":  # the whole app, made once (tests run it with typer's runner)
+        return _whole_app()
     raise AttributeError(name)
 
 

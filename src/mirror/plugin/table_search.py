@@ -165,24 +165,29 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
     if newest is not None:
         count = conn.execute(f"select count(*) from {FTS_TABLE} where {FTS_TABLE} match ?", [match]).fetchone()[0]
     select = ", ".join(f"pages.[{c}]" for c in columns)
-    # as `mirror search`: a word in most articles ranks the newest RANKED_AT_MOST (a page deeper
-    # than those, or a filter, ranks them all)
-    floor = newest if offset < _search.RANKED_AT_MOST else None
-    ranked_where = sql_where + (f" and {FTS_TABLE}.rowid >= {int(floor)}" if floor is not None else "")
+    # as `mirror search`: a word in most articles ranks the newest RANKED_AT_MOST first; the pages
+    # after those go on with the older matches, ranked among themselves: every match once, in order
+    ranked_where, skip = sql_where, offset
+    if newest is not None:
+        most = _search.RANKED_AT_MOST
+        ranked_where += f" and {FTS_TABLE}.rowid {'>=' if offset < most else '<'} {int(newest)}"
+        skip = offset if offset < most else offset - most
     rows = conn.execute(
         f"""with ranked as (
                 select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
                 from {FTS_TABLE} {f"join {pages} on pages.id = {FTS_TABLE}.rowid" if filters else ""}
                 where {ranked_where} order by rank limit ? offset ?)
             select {select} from ranked join pages on pages.id = ranked.id order by ranked.rank""",
-        [*params, size + 1, offset],
+        [*params, size + 1, skip],
     ).fetchall()
+    if newest is not None and offset < _search.RANKED_AT_MOST:
+        rows = rows[:max(0, _search.RANKED_AT_MOST - offset)]  # this page ends where the newest do
     return {
         "rows": [{c: _value(v) for c, v in zip(columns, r)} for r in rows[:size]],
         "count": count,
         "facets": facets,
         "facets_of_newest": _search.RANKED_AT_MOST if newest is not None else None,
-        "more": len(rows) > size,
+        "more": offset + min(len(rows), size) < count if newest is not None else len(rows) > size,
     }
 
 

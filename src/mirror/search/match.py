@@ -101,7 +101,7 @@ def _term(tokens: list[str], prefix: bool) -> str:
 def _phrase_tokens(text: str) -> list[str]:
     """The tokens unicode61 would see in `text` once segmented."""
     tokens = []
-    for run in re.findall(rf"[{CJK_CLASS}]|[^\W_]+", text):
+    for run in re.findall(rf"[{CJK_CLASS}]|[^\W_{CJK_CLASS}]+", text):  # "GPU加速": GPU, 加, 速, as indexed
         run = "".join(ch for ch in run if ch != BARRIER)
         if run:
             tokens.append(run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .._fts import FTS_TABLE
 from .._types import PageStatus
-from .._util.segment import CJK, desegment
+from .._util.segment import CJK_CLASS, desegment
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 
 if TYPE_CHECKING:
@@ -199,25 +200,52 @@ def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
 
 
 def _snippet_words(query: str) -> re.Pattern | None:
-    """What a snippet marks: the query's Chinese words as written, its other words as whole words
-    (a `word*` as a prefix), case and diacritics aside as the index has them."""
-    alternatives = [re.escape(w) for w in sorted(set(cjk_words(query)), key=len, reverse=True)]
-    for token in re.findall(r"[^\W_]+\*?", query):
-        word = token.rstrip("*")
-        if not CJK.search(word):
-            alternatives.append(rf"(?<![^\W_]){re.escape(word)}" + (r"[^\W_]*" if token.endswith("*") else r"(?![^\W_])"))
-    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+    """What a snippet marks, matched in `_folded` text: the query's Chinese words as written, its
+    other words as whole words (a `word*` as a prefix) where a word ends as the index's does (at a
+    Chinese character too: "GPU" in "用GPU加速")."""
+    alternatives = [re.escape(_folded(w)) for w in sorted(set(cjk_words(query)), key=len, reverse=True)]
+    for token in re.findall(rf"[^\W_{CJK_CLASS}]+\*?", query):
+        word = _folded(token.rstrip("*"))
+        alternatives.append(rf"(?<![^\W_{CJK_CLASS}]){re.escape(word)}" + (rf"[^\W_{CJK_CLASS}]*" if token.endswith("*") else rf"(?![^\W_{CJK_CLASS}])"))
+    return re.compile("|".join(alternatives)) if alternatives else None
+
+
+SNIPPET_SCAN = 200_000  # characters of a page's text a snippet looks through for its words
 
 
 def _snippet(text: str, words: re.Pattern | None, width: int = 100) -> str | None:
-    """A window of `text` around the first match of `words`, every match in it marked."""
-    first = words.search(text) if words is not None else None
+    """A window of `text` around the first match of `words`, every match in it marked. Matched in
+    a folded copy of the same length (case and accents aside, as the index has them)."""
+    text = text[:SNIPPET_SCAN]
+    folded = _folded(text)
+    first = words.search(folded) if words is not None else None
     if first is None:
         return None
     start = max(0, first.start() - width // 3)
     end = start + width
-    window = words.sub(lambda m: f"{_MARK_START}{m[0]}{_MARK_END}", text[start:end])
-    return ("…" if start else "") + window + ("…" if end < len(text) else "")
+    pieces, at = [], start
+    for match in words.finditer(folded, start, min(end, len(folded))):
+        pieces += [text[at:match.start()], _MARK_START, text[match.start():match.end()], _MARK_END]
+        at = match.end()
+    pieces.append(text[at:end])
+    return ("…" if start else "") + "".join(pieces) + ("…" if end < len(text) else "")
+
+
+class _Fold(dict):
+    """str.translate's table: each character to one, lower-cased and without its accents (as
+    unicode61 with remove_diacritics folds them), so positions in the copy are the original's."""
+
+    def __missing__(self, code: int) -> str:
+        folded = (unicodedata.normalize("NFD", chr(code))[:1].lower() or chr(code))[:1]
+        self[code] = folded
+        return folded
+
+
+_FOLD = _Fold()
+
+
+def _folded(text: str) -> str:
+    return text.translate(_FOLD)
 
 
 _MD_IMAGE = re.compile(r"!\[([^\]\x02\x03]*)\]\([^)\s]*\)")

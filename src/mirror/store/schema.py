@@ -267,7 +267,10 @@ def _compact(db: sqlite_utils.Database) -> None:
         rows = db.execute("select rowid, markdown from pages where markdown is not null")
         while batch := rows.fetchmany(2000):
             db.conn.executemany("update pages set markdown_z = ? where rowid = ?", [(compress_markdown(md), rowid) for rowid, md in batch])
-        db.execute("alter table pages drop column markdown")
+        try:
+            db.execute("alter table pages drop column markdown")
+        except sqlite3.OperationalError:  # a view of the user's names it: the column stays, emptied
+            db.execute("update pages set markdown = null")
 
 
 def _drop_status_index(db: sqlite_utils.Database) -> None:
