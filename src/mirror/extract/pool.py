@@ -107,7 +107,11 @@ def safe_extract(archive_dir: str, location: WarcLocation, url: str, stylesheets
 
     trafilatura is roughly quadratic on pages of many small blocks (a few MB of them take
     minutes): past `timeout` seconds, the page's plain text is its article instead
-    (`extract.extract_plain`, linear), with a note saying so."""
+    (`extract.extract_plain`, linear), with a note saying so. The deadline is the extraction's:
+    a worker's first page does not count the import of trafilatura (a second or more on a busy
+    machine), which happens before it starts."""
+    from . import article  # noqa: F401 - (imported once per worker, outside the deadline)
+
     try:
         with _deadline(timeout):
             return run_extraction(archive_dir, location, url, stylesheets)
