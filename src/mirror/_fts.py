@@ -26,16 +26,17 @@ FTS_TABLE = "pages_fts"
 FTS_COLUMNS = ("title", "text", "author", "sitename")  # the pages columns searched
 BIGRAM_COLUMNS = ("title2", "body2")  # CJK bigrams of the title; of text, author and sitename
 INDEX_COLUMNS = FTS_COLUMNS + BIGRAM_COLUMNS  # the order of `index_values`
+_COLUMNS, _MARKS = ", ".join(INDEX_COLUMNS), ", ".join("?" for _ in INDEX_COLUMNS)
 
 
 def index_insert(page_id: int, row: dict, values: tuple[str, ...] | None = None) -> tuple[str, list]:
     """SQL that indexes a page, rowid = pages.id: `values` as `index_values` makes them
     (an extraction worker made them already), else made here from the row."""
-    columns = ", ".join(INDEX_COLUMNS)
-    marks = ", ".join("?" for _ in INDEX_COLUMNS)
-    if values is None:
-        values = index_values(*(row.get(column) for column in FTS_COLUMNS))
-    return f"insert into {FTS_TABLE} (rowid, {columns}) values (?, {marks})", [page_id, *values]
+    return f"insert into {FTS_TABLE} (rowid, {_COLUMNS}) values (?, {_MARKS})", [page_id, *(values or _values(row))]
+
+
+def _values(row: dict) -> tuple[str, ...]:
+    return index_values(*(row.get(column) for column in FTS_COLUMNS))
 
 
 def is_indexed(db: sqlite_utils.Database, page_id: int) -> bool:
@@ -49,9 +50,7 @@ def unindex_page(db: sqlite_utils.Database, page_id: int, row: dict | None = Non
         return False
     if row is None:
         row = next(db.query(f"select {', '.join(FTS_COLUMNS)} from pages where id = ?", [page_id]), None) or {}
-    values = index_values(*(row.get(column) for column in FTS_COLUMNS))
-    marks = ", ".join("?" for _ in INDEX_COLUMNS)
-    db.execute(f"insert into {FTS_TABLE} ({FTS_TABLE}, rowid, {', '.join(INDEX_COLUMNS)}) values ('delete', ?, {marks})", [page_id, *values])
+    db.execute(f"insert into {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) values ('delete', ?, {_MARKS})", [page_id, *_values(row)])
     return True
 
 

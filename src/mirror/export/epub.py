@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._types import PageStatus, ResourceStatus
-from ..store.queries import warc_location, with_markdown
+from .._types import PageStatus
+from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload
 
 __all__ = ["EpubError", "EpubSummary", "export_epub", "reading_lists"]
@@ -117,8 +117,7 @@ def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], su
         alt = html.unescape(_ALT.search(match[0])[1]) if _ALT.search(match[0]) else ""
         url = absolute_url(html.unescape(src[1]), base) if src else None
         if url and url not in images:
-            row = next(db.query("select warc_file, warc_offset, warc_length, content_type from resources where url = ? and status = ? "
-                                "order by fetched_at desc limit 1", [url, ResourceStatus.ARCHIVED.value]), None)
+            row = latest_resource(db, url)
             media = (row["content_type"] or "").split(";")[0].strip() if row else ""
             if row is not None and media.startswith("image/"):
                 try:

@@ -12,9 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._types import ResourceStatus
 from .._util.text import strip_controls
-from ..store.queries import warc_location, with_markdown
+from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload
 from ._select import archived_pages
 
@@ -79,8 +78,7 @@ def _images(db, archive_dir: Path, out: Path, stem: str, page: dict, summary: Ex
 
     def image(match: re.Match) -> str:
         alt, url = match[1], match[2].strip("<>")
-        row = next(db.query("select warc_file, warc_offset, warc_length, content_type from resources "
-                            "where url = ? and status = ? order by fetched_at desc limit 1", [url, ResourceStatus.ARCHIVED.value]), None)
+        row = latest_resource(db, url)
         if row is None:
             summary.missing_images += 1
             return f"*[image not archived{': ' + alt if alt else ''}]*"

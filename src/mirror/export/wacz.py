@@ -1,8 +1,8 @@
 """The archive (or some of its pages) as a WACZ: what ReplayWeb.page, pywb and the other
 Webrecorder tools open and search.
 
-The selected pages' records are copied byte for byte into one WARC file (their redirects, requests,
-versions and revisits, images, a rendering's responses, screenshots), then the `wacz` package packs
+The selected pages' records are copied byte for byte into one WARC file (their redirects,
+versions and revisits, images, a rendering's responses, screenshots; no requests), then the `wacz` package packs
 it: the CDXJ index (cdxj-indexer), `pages/pages.jsonl` — each article's title and the text mirror
 extracted, so a player's search finds what `mirror search` finds — and `datapackage.json` with every
 file's digest. The file appears whole or not at all: it is written beside its name and renamed.
@@ -28,10 +28,9 @@ __all__ = ["WaczError", "WaczSummary", "export_wacz"]
 
 _COLUMNS = ("id, url, final_url, title, text, fetched_at, images, warc_file, warc_offset, warc_length, "
             "screenshot_warc_file, screenshot_warc_offset, full_screenshot_warc_offset")
-# where else a page's captures are: each version's record, its images, each attempt's last response
+# where else a page's captures are: each version's record, each attempt's last response
 _LOCATIONS = (
     "select page_url, warc_file, warc_offset from versions where warc_file is not null",
-    "select page_url, warc_file, warc_offset from resources where warc_file is not null",
     "select url, warc_file, warc_offset from attempts where warc_file is not null",
 )
 
@@ -68,7 +67,7 @@ def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, si
         work = Path(work)
         warc = work / "mirror-export.warc.gz"
         subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software())
-        summary.records, summary.damaged = subset.records, subset.damaged
+        summary.records, summary.damaged = len(subset.copied), subset.damaged
         summary.missing = len(locations - subset.copied)
         listing = work / "pages.jsonl"
         _write_pages(listing, archive_dir, pages, title)
@@ -107,10 +106,12 @@ def _locations(db, pages: list[dict], urls: set[str]) -> set[tuple[str, int]]:
                 found.add((page["screenshot_warc_file"], page["full_screenshot_warc_offset"]))
     for sql in _LOCATIONS:
         found.update((file, offset) for url, file, offset in db.execute(sql) if url in urls)
-    # an image two pages show is one `resources` row, under the page that fetched it first
+    # a page's resources, and the archived images its article shows: an image two pages show is
+    # one `resources` row, under the page that fetched it first
     shown = {image for page in pages for image in json.loads(page["images"] or "[]") if isinstance(image, str)}
-    found.update((file, offset) for url, file, offset in db.execute(
-        "select url, warc_file, warc_offset from resources where status = ? and warc_file is not null", [ResourceStatus.ARCHIVED]) if url in shown)
+    found.update((file, offset) for page_url, url, status, file, offset in db.execute(
+        "select page_url, url, status, warc_file, warc_offset from resources where warc_file is not null")
+        if page_url in urls or (url in shown and status == ResourceStatus.ARCHIVED))
     return {(file, offset) for file, offset in found if file and offset is not None}
 
 

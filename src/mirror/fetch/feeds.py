@@ -28,17 +28,16 @@ def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
         row = next(db.query("select url, final_url, content_type from pages where url = ?", [url]), None)
         if row is None or (row["content_type"] or "").lower().startswith(_NOT_FEEDS):
             continue
-        body = None
-        for location in _captures(db, url):  # the newest first: a refreshed feed has new entries
-            try:
-                _, head = warc.read_head(archive_dir, location, 4096)
-                if FEED.match(_ascii(head)):
-                    _, body = warc.read_payload(archive_dir, location, MAX_FEED_BYTES)
-                break
-            except warc.WarcError as exc:
-                inventory.warnings.append(f"{url}: the feed's capture cannot be read ({exc})")
-                break
-        if body is None:
+        location = _newest_capture(db, url)  # a refreshed feed has new entries
+        if location is None:
+            continue
+        try:
+            _, head = warc.read_head(archive_dir, location, 4096)
+            if not FEED.match(_ascii(head)):
+                continue
+            _, body = warc.read_payload(archive_dir, location, MAX_FEED_BYTES)
+        except warc.WarcError as exc:
+            inventory.warnings.append(f"{url}: the feed's capture cannot be read ({exc})")
             continue
         links = parse_feed(body, url, inventory.warnings.append, base=row["final_url"] or url)
         if not links:
@@ -48,13 +47,12 @@ def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
     return inventory
 
 
-def _captures(db, url: str) -> list:
-    """The page's captures with a body, newest first: its versions' records (not revisits), then its saved copy."""
-    rows = db.query("select warc_file, warc_offset, warc_length from versions where page_url = ? and warc_file is not null "
-                    "and revisit_of is null order by id desc", [url])
-    found = [warc_location(r) for r in rows]
-    saved = next(db.query("select warc_file, warc_offset, warc_length from pages where url = ? and warc_file is not null", [url]), None)
-    return found + ([warc_location(saved)] if saved else [])
+def _newest_capture(db, url: str):
+    """The page's newest capture with a body: its newest version's record (not a revisit), else its saved copy."""
+    row = next(db.query("select warc_file, warc_offset, warc_length from versions where page_url = ? and warc_file is not null "
+                        "and revisit_of is null order by id desc limit 1", [url]), None)
+    row = row or next(db.query("select warc_file, warc_offset, warc_length from pages where url = ? and warc_file is not null", [url]), None)
+    return warc_location(row) if row else None
 
 
 def feed_reach(url: str) -> Reach:

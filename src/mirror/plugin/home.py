@@ -72,7 +72,7 @@ async def home_view(datasette, request):
         "db_name": db.name,
         "counts": [(status, counts.get(status, 0)) for status in STATUSES if counts.get(status) or status != PageStatus.DUPLICATE],
         "unlinked": await _unlinked(db, columns),
-        # (links' largest rowid: at least how many links there are, read at once)
+        # (links' largest rowid, read at once: never fewer than the links there are)
         "health": await _health(db) if ((await db.execute("select max(rowid) from links")).single_value() or 0) <= HEALTH_PANEL_MAX else None,
         "unlinked_url": datasette.urls.table(db.name, "pages") + "?" + urlencode({"status": PageStatus.PENDING.value, "seeds": "[]"}),
         "total_pages": sum(counts.values()),

@@ -8,7 +8,7 @@ import lxml.html
 
 from .._types import Link
 from ._child_call import ChildCall
-from .imports import TWO_CORES, Row, _fields_of, links_of
+from .imports import TWO_CORES, Row, _fields_of, as_links, links_of
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)
@@ -31,7 +31,7 @@ def parse_html(text: str, seed: str) -> list[Link]:
         fields = _fields_of(_rows(root, anchors, 0, half))
         answer = child.result()
     rest = answer if isinstance(answer, list) and len(answer) == len(anchors) - half else _fields_of(_rows(root, anchors, half, len(anchors)))
-    return [Link(*f[:2], seed, *f[2:]) for f in fields + rest]
+    return as_links(fields + rest, seed)
 
 
 def _root(data: bytes):

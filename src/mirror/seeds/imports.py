@@ -87,14 +87,18 @@ def links_of(rows: list[Row], seed: str) -> list[Link]:
     """Rows as links, in order; a long export's second half made in a child process meanwhile
     (`_child_call`: the second core), by the same function, so the result is the same."""
     if len(rows) < TWO_CORES:
-        return [Link(*fields[:2], seed, *fields[2:]) for fields in _fields_of(rows)]
+        return as_links(_fields_of(rows), seed)
     half = len(rows) * 11 // 20  # the child starts a Python first: a little less for it
     with ChildCall("mirror.seeds.imports", "_fields_of", rows[half:]) as child:
-        links = [Link(*fields[:2], seed, *fields[2:]) for fields in _fields_of(rows[:half])]
+        fields = _fields_of(rows[:half])
         answer = child.result()
     rest = answer if isinstance(answer, list) and len(answer) == len(rows) - half else _fields_of(rows[half:])
-    links += [Link(*fields[:2], seed, *fields[2:]) for fields in rest]
-    return links
+    return as_links(fields + rest, seed)
+
+
+def as_links(fields: list[tuple], seed: str) -> list[Link]:
+    """`_fields_of`'s tuples (made here or in a child process) as the links of `seed`."""
+    return [Link(*f[:2], seed, *f[2:]) for f in fields]
 
 
 def _fields_of(rows: list[Row]) -> list[tuple]:
@@ -190,7 +194,7 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
             warn(warning)
     else:
         rest = _fields_of(list(_entries(root, entries[half:], half, seed, warn, base)))
-    return [Link(*f[:2], seed, *f[2:]) for f in fields + rest]
+    return as_links(fields + rest, seed)
 
 
 def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):

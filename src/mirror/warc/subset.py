@@ -20,13 +20,11 @@ from .write import PAGE_HEADER, RENDER_HEADER, WARC_DIR
 # A record that points at a kept one belongs with it: a rendered DOM or a screenshot at the capture
 # it was made from. Request records are left out: they hold what the user sent (cookies, tokens),
 # and replay needs only the responses.
-_POINTERS = ("WARC-Refers-To",)
+_POINTER = "WARC-Refers-To"
 
 
 @dataclass
 class Subset:
-    records: int = 0
-    bytes: int = 0
     damaged: list[str] | None = None  # files that ended in a damaged record (read up to it)
     copied: set[tuple[str, int]] = field(default_factory=set)  # (file, offset) of every record copied
 
@@ -58,16 +56,13 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
                 headers = record.rec_headers
                 keep = ((path.name, records.get_record_offset()) in wanted
                         or (headers.get_header(PAGE_HEADER) or headers.get_header(RENDER_HEADER)) in pages
-                        or any(headers.get_header(name) in kept_ids for name in _POINTERS))
+                        or headers.get_header(_POINTER) in kept_ids)
                 records.read_to_end(record)
                 if not keep or record.rec_type == "request":
                     continue
                 kept_ids.add(headers.get_header("WARC-Record-ID"))
                 raw.seek(records.get_record_offset())
-                length = records.get_record_length()
-                sink.write(raw.read(length))
-                subset.records += 1
-                subset.bytes += length
+                sink.write(raw.read(records.get_record_length()))
                 subset.copied.add((path.name, records.get_record_offset()))
     except (ArchiveLoadFailed, ValueError, EOFError, zlib.error, AttributeError, TypeError, KeyError):
         return False  # warcio fails in these ways on damaged or crafted bytes
