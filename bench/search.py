@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sqlite3
 import subprocess
@@ -43,32 +44,39 @@ def base_articles() -> list:
     return articles
 
 
-def build(folder: Path, n: int) -> Path:
+_ARTICLES: list = []  # the base articles, inherited by the builder's worker processes
+
+
+def variant(i: int):
+    """The i-th article: a base article's paragraphs in another order (the same words, a
+    different document), with the index values the extraction worker makes for this text."""
     from dataclasses import replace
 
     from mirror._util.segment import index_values
+
+    base = _ARTICLES[i % len(_ARTICLES)]
+    paragraphs = base.text.split("\n")
+    random.Random(i).shuffle(paragraphs)
+    text = f"第{i}篇 variant {i}\n" + "\n".join(paragraphs)
+    title = f"{base.title} ({i})"
+    made_from = (title, text, base.author, base.sitename)
+    url = f"https://bench.example/{i}"
+    return url, replace(base, text=text, markdown=text, title=title, search_index=index_values(*made_from), indexed_from=made_from)
+
+
+def build(folder: Path, n: int) -> Path:
+    """The articles are made in worker processes, as `mirror fetch`'s extraction pool makes
+    them (with their index values); this process stores them, as `mirror fetch` does."""
+    import multiprocessing
+
     from mirror.seeds import links_from_urls
     from mirror.store import Archive
 
-    articles = base_articles()
-    urls = [f"https://bench.example/{i}" for i in range(n)]
-    rng = random.Random(7)
-    with Archive(folder) as archive:
-        archive.record_inventory(links_from_urls(urls))
-
-        def variants():
-            for i, url in enumerate(urls):
-                base = articles[i % len(articles)]
-                paragraphs = base.text.split("\n")
-                rng.shuffle(paragraphs)  # same words, another order: a different document
-                text = f"第{i}篇 variant {i}\n" + "\n".join(paragraphs)
-                title = f"{base.title} ({i})"
-                # the index values as the extraction worker makes them for this text (not the base's)
-                made_from = (title, text, base.author, base.sitename)
-                yield url, replace(base, text=text, markdown=text, title=title, search_index=index_values(*made_from), indexed_from=made_from)
-
+    _ARTICLES[:] = base_articles()
+    with Archive(folder) as archive, multiprocessing.get_context("fork").Pool(max(1, (os.cpu_count() or 2) - 1)) as pool:
+        archive.record_inventory(links_from_urls([f"https://bench.example/{i}" for i in range(n)]))
         batch = []
-        for item in variants():
+        for item in pool.imap(variant, range(n), chunksize=200):
             batch.append(item)
             if len(batch) == 2000:
                 archive.save_extractions(batch)
