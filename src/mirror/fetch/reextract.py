@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import os
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Executor
 
 from .._types import Extraction
 from ..extract.pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
@@ -11,6 +14,7 @@ from ..store import Archive
 __all__ = ["reindex"]
 
 BATCH = 200  # pages per transaction
+AHEAD = 8  # extractions queued per worker: the pool stays busy, and a million pages are not held at once
 
 
 def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT) -> dict[str, int]:
@@ -22,20 +26,29 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     """
     batch: list[tuple[str, Extraction]] = []
     images_due = 0
+    pages = archive.captured_pages()
     with extraction_pool(workers) as pool:
-        futures = [
-            (url, pool.submit(safe_extract, str(archive.path), location, final, False, extract_timeout))
-            for url, final, location in archive.captured_pages()
-        ]
-        for url, future in futures:
-            extraction = future.result()
+        for url, extraction in _extracted(pool, str(archive.path), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
             batch.append((url, extraction))
             if len(batch) >= BATCH:
                 images_due += archive.save_extractions(batch)
                 batch = []
     images_due += archive.save_extractions(batch)
-    counts = Counter(archive.statuses_of([url for url, _ in futures]))  # as saved: a duplicate is not counted as archived
+    counts = Counter(archive.statuses_of([url for url, _, _ in pages]))  # as saved: a duplicate is not counted as archived
     counts["indexed"] = archive.complete_index()
     if images_due:
         counts["with images to fetch"] = images_due
     return dict(counts)
+
+
+def _extracted(pool: Executor, folder: str, pages: list, extract_timeout: float, ahead: int) -> Iterator[tuple[str, Extraction]]:
+    """(url, extraction) in the pages' order, with at most `ahead` submitted and not yet taken."""
+    pending: deque = deque()
+    for url, final, location in pages:
+        pending.append((url, pool.submit(safe_extract, folder, location, final, False, extract_timeout)))
+        if len(pending) >= ahead:
+            url, future = pending.popleft()
+            yield url, future.result()
+    while pending:
+        url, future = pending.popleft()
+        yield url, future.result()
