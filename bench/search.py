@@ -75,13 +75,12 @@ def build(folder: Path, n: int) -> Path:
     _ARTICLES[:] = base_articles()
     with Archive(folder) as archive, multiprocessing.get_context("fork").Pool(max(1, (os.cpu_count() or 2) - 1)) as pool:
         archive.record_inventory(links_from_urls([f"https://bench.example/{i}" for i in range(n)]))
-        batch = []
-        for item in pool.imap(variant, range(n), chunksize=200):
-            batch.append(item)
-            if len(batch) == 2000:
-                archive.save_extractions(batch)
-                batch = []
-        archive.save_extractions(batch)
+        blocks = [range(start, min(start + 2000, n)) for start in range(0, n, 2000)]
+        made = pool.map_async(variant, blocks[0], chunksize=100) if blocks else None
+        for following in [*blocks[1:], None]:
+            batch = made.get()
+            made = pool.map_async(variant, following, chunksize=100) if following else None  # made while these are stored
+            archive.save_extractions(batch)
     return folder / "mirror.db"
 
 

@@ -220,3 +220,51 @@ def test_a_lists_link_archived_under_another_list_goes_with_it(cli, tmp_path, we
     assert result.exit_code == 0, result.output
     targets = {(kind, url) for kind, url, _ in records(tmp_path / "c.wacz")}
     assert ("response", moved) in targets and ("response", target) in targets
+
+
+def test_a_lists_export_reads_only_the_files_its_pages_were_written_to(cli, tmp_path, web):
+    """Another run's WARC file is not read at all (here it is damaged: reading it would say so)."""
+    mine = web.add("/mine", article("我的文章", "这篇在我的清单里。"))
+    theirs = web.add("/theirs", article("别人的文章", "这篇在另一份清单里。"))
+    (tmp_path / "mine.md").write_text(f"- {mine}\n", encoding="utf-8")
+    assert cli("fetch", "mine.md", *QUICK).exit_code == 0
+    before = set((tmp_path / "archive" / "warc").glob("*.warc.gz"))
+    (tmp_path / "theirs.md").write_text(f"- {theirs}\n", encoding="utf-8")
+    assert cli("fetch", "theirs.md", *QUICK).exit_code == 0
+    (other,) = set((tmp_path / "archive" / "warc").glob("*.warc.gz")) - before
+    other.write_bytes(b"not a WARC file at all")
+    result = cli("export", "wacz", "mine.wacz", "--seed", "mine.md")
+    assert result.exit_code == 0 and "damaged" not in result.output, result.output
+    assert ("response", mine) in {(kind, url) for kind, url, _ in records(tmp_path / "mine.wacz")}
+    whole = cli("export", "wacz", "all.wacz")  # the whole archive's export does read it
+    assert f"{other.name} is damaged" in whole.output and "1 captures the archive names were not found" in whole.output
+
+
+def test_the_file_a_writer_filled_before_a_kept_one_is_read_too():
+    """A redirect written just before the writer rotated is in the file before its capture's."""
+    from mirror.warc.subset import _with_predecessors
+
+    names = ["mirror-20261127100000-41-00001.warc.gz", "mirror-20261127100500-41-00002.warc.gz",
+             "mirror-20261127110000-52-00001.warc.gz", "mirror-20261127120000-41-00001.warc.gz"]
+    assert _with_predecessors({names[1]}, names) == {names[0], names[1]}
+    assert _with_predecessors({names[2]}, names) == {names[2]}  # the first of its run
+    assert _with_predecessors({"a-file-of-another-name.warc.gz"}, names) == {"a-file-of-another-name.warc.gz"}
+
+
+def test_sigterm_during_an_export_leaves_no_unfinished_files(corpus_archive, tmp_path):
+    """`kill` (a service manager, a container stopping) stops an export as Ctrl-C does: its
+    temporary folder is removed and no file is left under the name asked for."""
+    import os
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-m", "mirror", "export", "wacz", str(tmp_path / "x.wacz"), "--archive", str(corpus_archive)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"})
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".mirror-wacz-*")) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.005)
+    assert list(tmp_path.glob(".mirror-wacz-*")), "the export ended before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0 and "Traceback" not in stderr, stderr
+    assert list(tmp_path.iterdir()) == []

@@ -116,12 +116,14 @@ def test_truncated_warc_tail_is_repaired_on_rerun(tmp_path, web):
 
 
 @pytest.mark.hostile
-def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, web):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, web, stop):
+    """Ctrl-C, and `kill` (SIGTERM: a service manager, a container stopping) the same way."""
     seed_file(tmp_path, web, 12, seconds=0.3)
     db = tmp_path / "archive" / "mirror.db"
     proc = start_fetch(tmp_path, "--delay", "0", "--per-host", "2")
     assert wait_for(lambda: count(db, "select count(*) from pages where status = 'archived'") >= 2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "interrupted" in stderr and "Traceback" not in stderr

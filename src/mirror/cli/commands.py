@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import signal
 import sys
 from typing import Annotated
 
@@ -66,8 +67,18 @@ def main() -> None:
         except UnicodeEncodeError:  # bytes that are not UTF-8 reach us as lone surrogates
             err.print(f"[bold red]error:[/] argument {number} is not valid UTF-8: {safe(arg.encode('utf-8', 'backslashreplace').decode())}")
             raise SystemExit(2) from None
+    signal.signal(signal.SIGTERM, _stop_as_on_ctrl_c)
     command = sys.argv[1] if len(sys.argv) > 1 else None
     build_app(command if command in COMMANDS else None)()
+
+
+def _stop_as_on_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM (`kill`, a service manager, a container stopping) stops a command as Ctrl-C does:
+    `mirror fetch` keeps what is done, an export removes its unfinished files. (Where SIGINT is
+    ignored, as in a script's background job, the interrupt is raised here.)"""
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        raise KeyboardInterrupt
+    signal.raise_signal(signal.SIGINT)
 
 
 def _show_version(value: bool) -> None:
