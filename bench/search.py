@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import percentile, report  # noqa: E402
-from loopback import CORPUS, corpus_pages  # noqa: E402
+from _measure import measure, percentile, report  # noqa: E402
+from loopback import CORPUS, corpus_pages, page_urls, serve  # noqa: E402
 
 QUERIES = {
     "zh 1 char": ["国", "的", "人"],  # in most articles (issue 29: the tail)
@@ -189,6 +189,53 @@ def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
     return asyncio.run(run())
 
 
+def time_maintenance(folder: Path, n: int, captured: int) -> list[tuple[str, str]]:
+    """`mirror links` and `mirror reindex` on the archive as it is (after the searches: both
+    change it). `links` records a reading list of the archive's N links (every page there
+    already, every link new: the list is new); `reindex` re-extracts the pages with a WARC
+    capture, which the builder's articles have not: `captured` corpus pages are fetched into the
+    archive first from a loopback server, and the index is completed over all N."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    mirror = [sys.executable, "-m", "mirror"]
+    listing = folder / "bench-list.txt"
+    listing.write_text("".join(f"https://bench.example/{i}\n" for i in range(n)), encoding="utf-8")
+    links = _measured([*mirror, "links", str(listing), "--archive", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    servers = serve(hosts=1, port=0, latency_ms=0)
+    port = servers[0].server_address[1]
+    seed = folder / "bench-captured.txt"
+    seed.write_text("\n".join(page_urls(captured, 1, port)) + "\n", encoding="utf-8")
+    fetched = _measured([*mirror, "fetch", str(seed), "--archive", str(folder), "--delay", "0", "--no-images"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    reindex = _measured([*mirror, "reindex", "--archive", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    for server in servers:
+        server.shutdown()
+
+    def said(m) -> str:
+        return f"{m.wall:.1f} s wall, {m.cpu:.1f} s CPU, peak RSS {m.peak_mb:.0f} MB" + ("" if m.returncode == 0 else f", exit {m.returncode}")
+
+    return [
+        ("mirror links", f"a reading list of the {n:,} links, recorded: {said(links)}"),
+        ("mirror reindex", f"{captured:,} pages with WARC captures (fetched from a loopback server in {fetched.wall:.0f} s) "
+                           f"re-extracted, the index completed over all {n + captured:,}: {said(reindex)}; "
+                           f"{reindex.wall / captured * 1000:.1f} ms per captured page"),
+    ]
+
+
+def _measured(command: list[str], **popen):
+    """`_measure.measure`, started from a small process: Linux counts the RSS a child had when
+    forked from this (large) one into its peak, so the command runs under /usr/bin/time here."""
+    import shutil
+    from types import SimpleNamespace
+
+    gnu_time = shutil.which("time") or ("/usr/bin/time" if Path("/usr/bin/time").exists() else None)
+    if gnu_time is None:
+        return measure(command, **popen)
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        m = measure([gnu_time, "-o", out.name, "-f", "%M", *command], **popen)
+        peak = int(out.read().split()[-1]) / 1024
+    return SimpleNamespace(wall=m.wall, cpu=m.cpu, peak_mb=peak, returncode=m.returncode)
+
+
 def sizes(db_path: Path) -> tuple[float, float]:
     conn = sqlite3.connect(db_path)
     conn.execute("pragma wal_checkpoint(truncate)")
@@ -212,6 +259,12 @@ def breakdown(db_path: Path, text: float) -> str:
         f"{name} {size / 2**20:.0f} MB" for name, size in parts)
 
 
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def summary(times: dict[str, list[float]]) -> str:
     return "; ".join(f"{kind}: p50 {percentile(v, 50) * 1000:.1f} ms, p95 {percentile(v, 95) * 1000:.1f} ms" for kind, v in times.items())
 
@@ -222,6 +275,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     parser.add_argument("--archive", type=Path, help="build the archive here and keep it (reused when it is there already)")
+    parser.add_argument("--build-only", action="store_true", help="build the archive (--archive) and stop")
+    parser.add_argument("--maintenance", type=int, default=0, metavar="PAGES",
+                        help="then time mirror links and mirror reindex (with PAGES captured pages fetched in first)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mirror-search-bench-") as tmp:
         folder = args.archive or Path(tmp)
@@ -229,9 +285,13 @@ def main() -> None:
         reused = (folder / "mirror.db").exists()
         db_path = folder / "mirror.db" if reused else build(folder, args.docs)
         built = time.perf_counter() - started
+        peak = _peak_mb()
+        if args.build_only:
+            print(f"{args.docs} articles built in {built:.0f} s, peak RSS {peak:.0f} MB (this process; its workers less)")
+            return
         text, index = sizes(db_path)
         rows = [
-            ("archive", (f"{args.docs} articles (built before)" if reused else f"{args.docs} articles built in {built:.0f} s")
+            ("archive", (f"{args.docs} articles (built before)" if reused else f"{args.docs} articles built in {built:.0f} s, peak RSS {peak:.0f} MB")
              + f"; database {db_path.stat().st_size / 2**20:.0f} MB"),
             ("index size", f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available"),
             ("database size", breakdown(db_path, text)),
@@ -239,7 +299,10 @@ def main() -> None:
             ("bounded vs exhaustive ranking (top 20)", bounded_against_exhaustive(db_path)),
             ("mirror search (process)", summary(time_cli(folder, max(3, args.reps // 4)))),
             ("datasette", summary(time_datasette(db_path, args.reps))),
+            ("peak RSS", f"{_peak_mb():.0f} MB" + (" serving (this process: the searches and datasette)" if reused else " (building and serving)")),
         ]
+        if args.maintenance:
+            rows += time_maintenance(folder, args.docs, args.maintenance)
     report("search", rows, args.record)
 
 
