@@ -12,12 +12,47 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["BARRIER", "CJK", "CJK_CLASS", "ZWSP", "bigrams", "desegment", "index_values", "segment"]
+__all__ = ["BARRIER", "CJK_CLASS", "ZWSP", "bigrams", "desegment", "index_values", "is_cjk", "is_word_char", "segment", "word_runs"]
 
 ZWSP = "\u200b"
 BARRIER = "\ue000"  # private-use: unicode61 keeps it as a token of its own
 CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
-CJK = re.compile(f"[{CJK_CLASS}]")
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xAC00, 0xD7AF), (0x20000, 0x2FFFF))  # CJK_CLASS
+
+
+def is_cjk(char: str) -> bool:
+    """Whether a character is one CJK_CLASS holds: a query's few characters are looked at here,
+    not with a pattern of the class, whose compiling (6 ms a pattern) `mirror search` would pay."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
+
+def is_word_char(char: str) -> bool:
+    """A letter or digit that is not CJK: what a word other than Chinese is made of, as the
+    index's tokenizer sees it (`[^\\W_]`, less CJK_CLASS)."""
+    return char.isalnum() and not is_cjk(char)
+
+
+def word_runs(text: str) -> list[str]:
+    """Each CJK character, and each run of other letters and digits, in order: the tokens of
+    `text` as indexed once segmented ("GPU加速": GPU, 加, 速)."""
+    runs: list[str] = []
+    word = ""
+    for char in text:
+        if is_cjk(char):
+            runs += [word, char] if word else [char]
+            word = ""
+        elif char.isalnum():
+            word += char
+        elif word:
+            runs.append(word)
+            word = ""
+    return [*runs, word] if word else runs
+
+
+@functools.cache  # compiled when text is indexed, not when a search starts
+def _cjk() -> re.Pattern:
+    return re.compile(f"[{CJK_CLASS}]")
 
 
 @functools.cache  # compiled when text is indexed, not when a search starts (13 ms of `mirror search`)
@@ -36,7 +71,7 @@ def segment(text: str | None) -> str:
         return ""
     text = text.replace(ZWSP, "").replace(BARRIER, "")
     text = _cjk_gap().sub(lambda m: f"{ZWSP}{BARRIER}{ZWSP}{m[1]}", text)
-    return CJK.sub(lambda m: f"{ZWSP}{m[0]}{ZWSP}", text)
+    return _cjk().sub(lambda m: f"{ZWSP}{m[0]}{ZWSP}", text)
 
 
 def bigrams(*texts: str | None) -> str:

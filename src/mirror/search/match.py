@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .._util.segment import BARRIER, CJK, CJK_CLASS
+from .._util.segment import BARRIER, is_cjk, word_runs
 
 __all__ = ["MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_TERMS", "TIME_LIMIT", "SearchError", "SearchTimeout", "build_match", "check_query", "cjk_words", "parse_limit"]
 
@@ -83,17 +83,17 @@ def cjk_words(query: str) -> list[str]:
         chunks = [piece[1:-1]] if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2 else piece.split()
         for chunk in chunks:
             tokens = _phrase_tokens(chunk)
-            if tokens and all(CJK.fullmatch(t) for t in tokens):
+            if tokens and all(len(t) == 1 and is_cjk(t) for t in tokens):
                 words.append("".join(tokens))
     return words
 
 
 def _term(tokens: list[str], prefix: bool) -> str:
-    if len(tokens) >= 2 and all(CJK.fullmatch(t) for t in tokens):
+    if len(tokens) >= 2 and all(len(t) == 1 and is_cjk(t) for t in tokens):
         word = "".join(tokens)  # a phrase of its overlapping bigrams, found in the bigram columns
         return _quote([word[i : i + 2] for i in range(len(word) - 1)])
     expression = _quote(tokens)
-    if prefix and not CJK.search(tokens[-1]):
+    if prefix and not any(is_cjk(char) for char in tokens[-1]):
         expression += "*"
     return expression
 
@@ -101,7 +101,7 @@ def _term(tokens: list[str], prefix: bool) -> str:
 def _phrase_tokens(text: str) -> list[str]:
     """The tokens unicode61 would see in `text` once segmented."""
     tokens = []
-    for run in re.findall(rf"[{CJK_CLASS}]|[^\W_{CJK_CLASS}]+", text):  # "GPU加速": GPU, 加, 速, as indexed
+    for run in word_runs(text):  # "GPU加速": GPU, 加, 速, as indexed
         run = "".join(ch for ch in run if ch != BARRIER)
         if run:
             tokens.append(run)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .._fts import FTS_TABLE
 from .._types import PageStatus
-from .._util.segment import CJK_CLASS, desegment
+from .._util.segment import desegment, is_cjk, is_word_char, word_runs
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def search(
     if floor is not None:
         where.append(f"{FTS_TABLE}.rowid >= :floor")
         params["floor"] = floor
-    join = f"join pages on pages.id = {FTS_TABLE}.rowid" if len(where) > 1 else ""
+    join = f"join pages on pages.id = {FTS_TABLE}.rowid" if filters else ""  # (the floor is the index's own rowid)
     weights = ", ".join(str(w) for w in WEIGHTS)
     # Rank every match, but make snippets for the top `limit` only: a sorter would
     # otherwise build a snippet for each of thousands of matching pages.
@@ -141,7 +141,7 @@ def search(
         order by top.rank
     """
     hits = []
-    words = _snippet_words(query)
+    words = _Words(query)
     with _deadline(conn, time_limit):
         cursor = conn.execute(sql, params)
         names = [column[0] for column in cursor.description]
@@ -199,34 +199,69 @@ def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
         conn.set_progress_handler(None, 0)
 
 
-def _snippet_words(query: str) -> re.Pattern | None:
+class _Words:
     """What a snippet marks, matched in `_folded` text: the query's Chinese words as written, its
-    other words as whole words (a `word*` as a prefix) where a word ends as the index's does (at a
-    Chinese character too: "GPU" in "用GPU加速")."""
-    alternatives = [re.escape(_folded(w)) for w in sorted(set(cjk_words(query)), key=len, reverse=True)]
-    for token in re.findall(rf"[^\W_{CJK_CLASS}]+\*?", query):
-        word = _folded(token.rstrip("*"))
-        alternatives.append(rf"(?<![^\W_{CJK_CLASS}]){re.escape(word)}" + (rf"[^\W_{CJK_CLASS}]*" if token.endswith("*") else rf"(?![^\W_{CJK_CLASS}])"))
-    return re.compile("|".join(alternatives)) if alternatives else None
+    other words as whole words (a `word*` as a prefix), a word ending as the index's do (at a
+    Chinese character too: "GPU" in "用GPU加速"). The pattern is the words alone; their ends are
+    checked here (a pattern of the CJK class costs `mirror search` 6 ms to compile)."""
+
+    def __init__(self, query: str):
+        self.chinese = sorted({_folded(w) for w in cjk_words(query)}, key=len, reverse=True)
+        self.others, self.prefixes = [], set()
+        for written in re.findall(r"[^\W_]+\*?", query):  # a word, CJK characters and all, then a * if any
+            runs = [run for run in word_runs(written.rstrip("*")) if not is_cjk(run[0])]
+            self.others += [_folded(run) for run in runs if _folded(run) not in self.others]
+            if runs and written.endswith("*") and not is_cjk(written[-2]):
+                self.prefixes.add(_folded(runs[-1]))
+        words = self.chinese + self.others
+        self.pattern = re.compile("|".join(re.escape(w) for w in words)) if words else None
+
+    def finditer(self, text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
+        """(start, end) of each match in text[start:end]."""
+        if self.pattern is None:
+            return
+        for match in self.pattern.finditer(text, start, len(text) if end is None else end):
+            at, to, word = match.start(), match.end(), match.group()
+            if word not in self.others or word in self.chinese:
+                yield at, to
+                continue
+            if at > 0 and is_word_char(text[at - 1]):
+                continue  # inside a longer word
+            if word in self.prefixes:
+                while to < len(text) and is_word_char(text[to]):
+                    to += 1
+            elif to < len(text) and is_word_char(text[to]):
+                continue
+            yield at, to
+
+    def search(self, text: str) -> tuple[int, int] | None:
+        return next(self.finditer(text), None)
 
 
 SNIPPET_SCAN = 200_000  # characters of a page's text a snippet looks through for its words
+_SCANS = (2_000, 20_000, SNIPPET_SCAN)  # folded and searched in turn (a match across a cut is found in the next)
 
 
-def _snippet(text: str, words: re.Pattern | None, width: int = 100) -> str | None:
+def _snippet(text: str, words: _Words | None, width: int = 100) -> str | None:
     """A window of `text` around the first match of `words`, every match in it marked. Matched in
     a folded copy of the same length (case and accents aside, as the index has them)."""
-    text = text[:SNIPPET_SCAN]
-    folded = _folded(text)
-    first = words.search(folded) if words is not None else None
+    if words is None:
+        return None
+    for scan in _SCANS:  # a word most pages have is found in their first lines: fold those first
+        text_scanned = text[:scan]
+        folded = _folded(text_scanned)
+        first = words.search(folded)
+        if first is not None or scan >= len(text):
+            break
     if first is None:
         return None
-    start = max(0, first.start() - width // 3)
+    text = text_scanned
+    start = max(0, first[0] - width // 3)
     end = start + width
     pieces, at = [], start
-    for match in words.finditer(folded, start, min(end, len(folded))):
-        pieces += [text[at:match.start()], _MARK_START, text[match.start():match.end()], _MARK_END]
-        at = match.end()
+    for match_start, match_end in words.finditer(folded, start, min(end, len(folded))):
+        pieces += [text[at:match_start], _MARK_START, text[match_start:match_end], _MARK_END]
+        at = match_end
     pieces.append(text[at:end])
     return ("…" if start else "") + "".join(pieces) + ("…" if end < len(text) else "")
 
