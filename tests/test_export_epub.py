@@ -67,3 +67,19 @@ def test_a_book_needs_a_reading_list_that_is_there(cli, tmp_path, web):
     assert cli("fetch", web.add("/one", article("一篇")), *QUICK).exit_code == 0
     missing = cli("export", "epub", "b.epub", "--seed", "nope.md")
     assert missing.exit_code == 2 and "no reading list 'nope.md'" in missing.output
+
+
+def test_a_stopped_export_leaves_no_book_under_its_name(tmp_path):
+    """The book is written beside its name and renamed: stopped midway (Ctrl-C, SIGTERM), an
+    export leaves neither a book that looks whole but lacks chapters nor its temporary file."""
+    from mirror._util.files import replaced_whole
+
+    book = tmp_path / "list.epub"
+    book.write_bytes(b"the book of the last export")
+    with pytest.raises(KeyboardInterrupt), replaced_whole(book) as temporary:
+        temporary.write_bytes(b"the first chapters of the new one")
+        raise KeyboardInterrupt
+    assert book.read_bytes() == b"the book of the last export" and list(tmp_path.iterdir()) == [book]
+    with replaced_whole(book) as temporary:
+        temporary.write_bytes(b"the new book")
+    assert book.read_bytes() == b"the new book" and list(tmp_path.iterdir()) == [book]

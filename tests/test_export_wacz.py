@@ -240,15 +240,44 @@ def test_a_lists_export_reads_only_the_files_its_pages_were_written_to(cli, tmp_
     assert f"{other.name} is damaged" in whole.output and "1 captures the archive names were not found" in whole.output
 
 
-def test_the_file_a_writer_filled_before_a_kept_one_is_read_too():
-    """A redirect written just before the writer rotated is in the file before its capture's."""
-    from mirror.warc.subset import _with_predecessors
+def test_the_files_a_writer_filled_before_a_kept_one_are_found():
+    """A redirect written just before a rotation is in the file before its capture's."""
+    from mirror.warc.subset import _written_before
 
     names = ["mirror-20261127100000-41-00001.warc.gz", "mirror-20261127100500-41-00002.warc.gz",
-             "mirror-20261127110000-52-00001.warc.gz", "mirror-20261127120000-41-00001.warc.gz"]
-    assert _with_predecessors({names[1]}, names) == {names[0], names[1]}
-    assert _with_predecessors({names[2]}, names) == {names[2]}  # the first of its run
-    assert _with_predecessors({"a-file-of-another-name.warc.gz"}, names) == {"a-file-of-another-name.warc.gz"}
+             "mirror-20261127101000-41-00003.warc.gz", "mirror-20261127110000-52-00001.warc.gz",
+             "mirror-20261127120000-41-00001.warc.gz"]
+    assert _written_before(names[2], names) == [names[1], names[0]]
+    assert _written_before(names[3], names) == []  # the first of its run
+    assert _written_before("a-file-of-another-name.warc.gz", names) == []
+
+
+def test_a_redirect_written_files_before_its_capture_goes_with_it(tmp_path, web):
+    """In a busy run a slow page's redirect can be written several WARC files before its capture
+    (the writer rotated meanwhile): a list's export looks back through its writer's files for it."""
+    import random
+
+    from mirror.fetch import FetchOptions, run
+    from mirror.seeds import read_seeds
+    from mirror.store import Archive
+
+    rnd = random.Random(1)
+    start = web.add("/r/start", b"", status=302, Location="/slow/final?s=2")
+    fillers = [web.add(f"/fill/{i}", article(f"填充 {i}", " ".join("".join(rnd.choice("abcdefghij") for _ in range(6)) for _ in range(6000))))
+               for i in range(12)]
+    (tmp_path / "a.md").write_text(f"- {start}\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("".join(f"- {url}\n" for url in fillers), encoding="utf-8")
+    with Archive(tmp_path / "archive") as archive, archive.lock():
+        archive.record_inventory(read_seeds([tmp_path / "a.md", tmp_path / "b.md"], base=tmp_path))
+        run(archive, FetchOptions(delay=0, per_host=8, retries=0, images=False, workers=1, warc_rotate_bytes=20_000))
+    assert len(list((tmp_path / "archive" / "warc").glob("*.warc.gz"))) > 4
+    import subprocess as sp
+
+    result = sp.run([sys.executable, "-m", "mirror", "export", "wacz", "a.wacz", "--seed", "a.md"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    found = {(kind, url) for kind, url, _ in records(tmp_path / "a.wacz")}
+    assert ("response", start) in found and ("response", web.url("/slow/final?s=2")) in found
+    assert not any((url or "").startswith(web.url("/fill/")) for _, url in found)
 
 
 def test_sigterm_during_an_export_leaves_no_unfinished_files(corpus_archive, tmp_path):

@@ -257,3 +257,34 @@ def test_snippets_mark_words_beside_chinese_and_without_their_accents(tmp_path):
     assert "用[GPU]加速" in marked["GPU"] and "于[Transformer]的" in marked["Transformer"]
     assert "[café]" in marked["cafe"] and "[CAFE]" in marked["cafe"] and "[naïve]" in marked["naive"]
     assert "[GPU]" in marked["GPU加速"]  # found at all: "GPU加速" is GPU, 加, 速 as indexed
+
+
+def test_snippets_mark_a_word_that_begins_with_another_and_words_past_the_first_lines(tmp_path):
+    """Snippets are looked for in the first 2,000 characters, then further: a word cut there is
+    not taken for a shorter one, and a window near the cut shows its whole width. "ca cat" marks
+    "cat" (the shorter word, tried first, is no whole word there); Hangul words beside others too."""
+    from mirror._types import Extraction
+    from mirror.search import query as search_query
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    near = "https://example.com/near"
+    far = "https://example.com/far"
+    pages = {
+        near: "Gophers: the golang people call it golang. Go is fast. 한국어 한국한국 and pythonic code, in python.",
+        far: "z " * 999 + "cats " + "y " * 40 + "a lone cat here " + "q " * 200,
+    }
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(list(pages)))
+        for url, text in pages.items():
+            archive.save_extraction(url, Extraction(status="archived", kind="html", title="笔记", text=text))
+
+        def snippet(query: str, url: str) -> str:
+            return next(h for h in search_query.search(archive.db, query) if h.url == url).as_dict()["snippet"]
+
+        assert "call it [golang]. [Go] is" in snippet("go golang", near)
+        assert "[pythonic]" in snippet("python py*", near)
+        assert "[한국]어 [한국한국]" in snippet("한국", near)  # (adjacent marks are one)
+        lone = snippet("cat", far)
+        assert "[cat]" in lone and "[cats]" not in lone and "a lone [cat] here" in lone
+        assert lone.endswith("…") and len(lone) > 90  # the window's whole width, not cut at 2,000 characters

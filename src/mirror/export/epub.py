@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._types import PageStatus
+from .._util.files import replaced_whole
 from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload
 
@@ -82,7 +83,8 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
     book.add_item(epub.EpubNcx())
     book.add_item(epub.EpubNav())
     out.parent.mkdir(parents=True, exist_ok=True)
-    epub.write_epub(str(out), book)
+    with replaced_whole(out) as temporary:  # a stopped export leaves no book that looks whole
+        epub.write_epub(str(temporary), book)
     return summary
 
 

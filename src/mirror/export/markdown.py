@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._util.files import write_whole
 from .._util.text import strip_controls
 from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload
@@ -154,6 +155,6 @@ def _write(path: Path, content: str | bytes, summary: ExportSummary) -> None:
             return
     except OSError:
         pass
-    path.write_bytes(data)
+    write_whole(path, data)  # stopped midway, an export leaves each file as it was or whole
     summary.written += 1
     summary.files.append(path)

@@ -66,7 +66,8 @@ def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, si
     with tempfile.TemporaryDirectory(prefix=".mirror-wacz-", dir=out.parent) as work:  # (not out's name: it may be long)
         work = Path(work)
         warc = work / "mirror-export.warc.gz"
-        subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software())
+        redirected = {page["url"] for page in pages if page["final_url"] and page["final_url"] != page["url"]}
+        subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software(), redirected=redirected)
         summary.records, summary.damaged = len(subset.copied), subset.damaged
         summary.missing = len(locations - subset.copied)
         listing = work / "pages.jsonl"

@@ -217,29 +217,53 @@ class _Words:
         self.pattern = re.compile("|".join(re.escape(w) for w in words)) if words else None
 
     def finditer(self, text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
-        """(start, end) of each match in text[start:end]."""
+        """(start, end) of each match beginning in text[start:end], leftmost first; at a place
+        where one word does not end as a word, the next is tried ("ca cat" marks "cat")."""
         if self.pattern is None:
             return
-        for match in self.pattern.finditer(text, start, len(text) if end is None else end):
-            at, to, word = match.start(), match.end(), match.group()
-            if word not in self.others or word in self.chinese:
-                yield at, to
+        end = len(text) if end is None else end
+        at = start
+        while (found := self.pattern.search(text, at, end)) is not None:
+            hit = self._at(text, found.start())
+            if hit is None:
+                at = found.start() + 1
                 continue
-            if at > 0 and is_word_char(text[at - 1]):
-                continue  # inside a longer word
+            yield hit
+            at = hit[1]
+
+    def _at(self, text: str, at: int) -> tuple[int, int] | None:
+        for word in self.chinese:  # found anywhere
+            if text.startswith(word, at):
+                return at, at + len(word)
+        if at > 0 and is_word_char(text[at - 1]):
+            return None  # inside a longer word
+        for word in self.others:
+            if not text.startswith(word, at):
+                continue
+            to = at + len(word)
             if word in self.prefixes:
                 while to < len(text) and is_word_char(text[to]):
                     to += 1
-            elif to < len(text) and is_word_char(text[to]):
-                continue
-            yield at, to
+                return at, to
+            if to >= len(text) or not is_word_char(text[to]):
+                return at, to
+        return None
 
     def search(self, text: str) -> tuple[int, int] | None:
         return next(self.finditer(text), None)
 
 
 SNIPPET_SCAN = 200_000  # characters of a page's text a snippet looks through for its words
-_SCANS = (2_000, 20_000, SNIPPET_SCAN)  # folded and searched in turn (a match across a cut is found in the next)
+_SCANS = (2_000, 20_000, SNIPPET_SCAN)  # folded and searched in turn, each cut where a word ends
+_LONGEST_WORD = 200  # characters a cut or a window's end may move on to end where a word does
+
+
+def _word_end(text: str, at: int) -> int:
+    """`at`, or the end of the word it falls in (up to _LONGEST_WORD characters on)."""
+    limit = min(len(text), at + _LONGEST_WORD)
+    while at < limit and text[at].isalnum():
+        at += 1
+    return at
 
 
 def _snippet(text: str, words: _Words | None, width: int = 100) -> str | None:
@@ -248,16 +272,17 @@ def _snippet(text: str, words: _Words | None, width: int = 100) -> str | None:
     if words is None:
         return None
     for scan in _SCANS:  # a word most pages have is found in their first lines: fold those first
-        text_scanned = text[:scan]
-        folded = _folded(text_scanned)
+        cut = _word_end(text, scan)
+        folded = _folded(text[:cut])
         first = words.search(folded)
-        if first is not None or scan >= len(text):
+        if first is not None or cut >= len(text):
             break
     if first is None:
         return None
-    text = text_scanned
     start = max(0, first[0] - width // 3)
     end = start + width
+    if len(folded) < len(text) and len(folded) < end + _LONGEST_WORD:
+        folded = _folded(text[:_word_end(text, end + _LONGEST_WORD)])  # the window's words end where they end
     pieces, at = [], start
     for match_start, match_end in words.finditer(folded, start, min(end, len(folded))):
         pieces += [text[at:match_start], _MARK_START, text[match_start:match_end], _MARK_END]

@@ -29,48 +29,61 @@ _NAME = re.compile(r"(?P<run>.+)-(?P<stamp>\d{14})-(?P<pid>\d+)-(?P<serial>\d+)\
 class Subset:
     damaged: list[str] | None = None  # files that ended in a damaged record (read up to it)
     copied: set[tuple[str, int]] = field(default_factory=set)  # (file, offset) of every record copied
+    started: set[str] = field(default_factory=set)  # pages whose fetch's first response was copied
 
 
 def copy_records(archive_dir: Path, out: Path, *, locations: Collection[tuple[str, int]], pages: Collection[str],
-                 software: str) -> Subset:
+                 software: str, redirected: Collection[str] = ()) -> Subset:
     """Write to `out` a warcinfo record, then every record that is at one of `locations` (file,
     offset), was fetched or rendered for one of `pages`, or points at a record kept (a rendered
-    DOM, a screenshot), in the order they were written; no request record.
+    DOM, a screenshot); no request record.
 
-    Only the files of `locations` are read: the records of a page's fetch (its redirects, the
-    responses of its rendering) are written to the file its capture, attempt or screenshot is in
-    (or to the one before, when the writer rotated between them), so a list's export does not
-    read the whole archive."""
+    Only the files of `locations` are read, and the one their writer filled before each: the
+    records of a page's fetch (its redirects, the responses of its rendering) are written where its
+    capture, attempt or screenshot is, or just before a rotation, so a list's export does not read
+    the whole archive. A page of `redirected` whose first response is not found there (a slow
+    redirect in a busy run) is looked for in its writer's earlier files, newest first."""
     folder = Path(archive_dir) / WARC_DIR
     wanted = {(str(file), int(offset)) for file, offset in locations}
     pages = set(pages)
     kept_ids: set[str] = set()
     subset = Subset()
     present = sorted(folder.glob("*.warc.gz"))
-    files = _with_predecessors({file for file, _ in wanted}, [path.name for path in present])
+    chains = {name: _written_before(name, [path.name for path in present]) for name in {file for file, _ in wanted}}
+    files = set(chains) | {chain[0] for chain in chains.values() if chain}
     with open(out, "wb") as sink:
         WARCWriter(sink, gzip=True).write_record(_warcinfo(out.name, software))
         for path in (path for path in present if path.name in files):
-            if not _copy_file(path, sink, wanted, pages, kept_ids, subset):
-                subset.damaged = [*(subset.damaged or []), path.name]
+            _copy_or_report(path, sink, wanted, pages, kept_ids, subset)
+        for name in sorted({name for chain in chains.values() for name in chain[1:]} - files, reverse=True):
+            if not set(redirected) - subset.started:
+                break
+            _copy_or_report(folder / name, sink, wanted, pages, kept_ids, subset)
     return subset
 
 
-def _with_predecessors(files: set[str], names: list[str]) -> set[str]:
-    """`files` and, for each, the file its writer filled before it (`CaptureWriter` names them
-    prefix-time-pid-serial): a redirect written just before a rotation is there."""
-    def place(name: str) -> tuple[str, str, int, str] | None:
-        found = _NAME.fullmatch(name)
+def _copy_or_report(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], kept_ids: set[str], subset: Subset) -> None:
+    if not _copy_file(path, sink, wanted, pages, kept_ids, subset):
+        subset.damaged = [*(subset.damaged or []), path.name]
+
+
+def _written_before(name: str, names: list[str]) -> list[str]:
+    """The files `name`'s writer filled before it, newest first (`CaptureWriter` names them
+    prefix-time-pid-serial; a pid used again by a later run: the latest file before each)."""
+    def place(file: str) -> tuple[str, str, int, str] | None:
+        found = _NAME.fullmatch(file)
         return (found["run"], found["pid"], int(found["serial"]), found["stamp"]) if found else None
 
-    written = [(found, name) for name in names if (found := place(name))]
-    before = set()
-    for name in files:
-        if here := place(name):
-            run, pid, serial, stamp = here
-            earlier = [(s, n) for (r, p, k, s), n in written if (r, p, k) == (run, pid, serial - 1) and s <= stamp]
-            before.update([max(earlier)[1]] if earlier else [])  # (a pid used again by a later run: the latest before)
-    return files | before
+    written = [(found, file) for file in names if (found := place(file))]
+    chain, here = [], place(name)
+    while here is not None:
+        run, pid, serial, stamp = here
+        earlier = [(s, f) for (r, p, k, s), f in written if (r, p, k) == (run, pid, serial - 1) and s <= stamp]
+        if not earlier:
+            break
+        chain.append(max(earlier)[1])
+        here = place(chain[-1])
+    return chain
 
 
 def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], kept_ids: set[str], subset: Subset) -> bool:
@@ -89,6 +102,8 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
                 if not keep or record.rec_type == "request":
                     continue
                 kept_ids.add(headers.get_header("WARC-Record-ID"))
+                if headers.get_header(PAGE_HEADER) == headers.get_header("WARC-Target-URI"):
+                    subset.started.add(headers.get_header(PAGE_HEADER))
                 raw.seek(records.get_record_offset())
                 sink.write(raw.read(records.get_record_length()))
                 subset.copied.add((path.name, records.get_record_offset()))
