@@ -272,6 +272,12 @@ def test_table_search_past_the_ranked_matches_counts_all_and_facets_the_ranked(d
     assert [r["url"] for r in data["rows"]] == [h.url for h in search(db, "显")]  # the newest one, as mirror search
     assert sum(v["count"] for v in facet_results(data)["status"]["results"]) == 1
     assert "most recently added of them are ranked" in get(ds, "/mirror/pages?_search=" + quote("显")).text
+    from mirror.plugin import table_search
+
+    monkeypatch.setattr(table_search, "COUNTED_AT_MOST", 1)  # counted up to a bound: past it, "more than"
+    data = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
+    assert data["count"] is None and data["filtered_table_rows_count"] is None and data["next"] == "1" and len(data["rows"]) == 1
+    assert "More than 1 pages match" in get(ds, "/mirror/pages?_search=" + quote("显")).text
 
 
 def test_a_table_search_as_the_first_request_renders(archive_dir):
@@ -307,3 +313,24 @@ def test_table_search_pages_through_every_match_once_past_the_ranked(ds, archive
         seen += [row["url"] for row in data["rows"]]
         path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
     assert len(seen) == len(set(seen)) == data["count"] == 2
+
+
+def test_table_search_pages_of_a_size_that_does_not_divide_the_ranked_skip_none(tmp_path, monkeypatch):
+    """The page that ends the newest (ranked) matches is short; the next one starts right after it."""
+    from mirror._types import Extraction
+    from mirror.search import query as search_query
+    from mirror.seeds import links_from_urls
+
+    urls = [f"https://example.com/p{i}" for i in range(7)]
+    with Archive(tmp_path / "archive") as archive:
+        archive.record_inventory(links_from_urls(urls))
+        for url in urls:
+            archive.save_extraction(url, Extraction(status="archived", kind="html", title="显", text=f"显 {url}"))
+    monkeypatch.setattr(search_query, "RANKED_AT_MOST", 3)
+    fresh = Datasette([str(tmp_path / "archive" / "mirror.db")])
+    seen, path = [], "/mirror/pages.json?_shape=objects&_size=2&_search=" + quote("显")
+    while path:
+        data = get(fresh, path).json()
+        seen += [row["url"] for row in data["rows"]]
+        path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
+    assert sorted(seen) == sorted(urls) and data["count"] == 7
