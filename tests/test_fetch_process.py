@@ -210,3 +210,25 @@ def test_gzip_bomb_and_huge_body_are_refused_with_bounded_memory(tmp_path, web):
     assert peak_kb < 200 * 1024, f"peak RSS {peak_kb} KB"
     db = tmp_path / "archive" / "mirror.db"
     assert count(db, "select count(*) from pages where error = 'too_large'") == 2
+
+
+def test_a_ctrl_c_while_a_worker_starts_is_not_lost(tmp_path):
+    """The extraction pool keeps a starting worker from the terminal's Ctrl-C; a Ctrl-C in that
+    moment was ignored by the parent too, and the run went on to its end (seen on a busy machine)."""
+    script = (
+        "import os, signal, concurrent.futures.process as cfp\n"
+        "from mirror.extract.pool import extraction_pool\n"
+        "real = cfp.ProcessPoolExecutor._spawn_process\n"
+        "def spawn(self):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while a worker starts\n"
+        "    real(self)\n"
+        "cfp.ProcessPoolExecutor._spawn_process = spawn\n"
+        "try:\n"
+        "    with extraction_pool(1) as pool:\n"
+        "        print(pool.submit(abs, -7).result(), flush=True)\n"
+        "    print('lost')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split()[-1] == "interrupted" and "Traceback" not in done.stderr, done.stdout + done.stderr

@@ -38,18 +38,32 @@ def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
 class _QuietPool(ProcessPoolExecutor):
     """Workers that ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and a
     worker would print its KeyboardInterrupt traceback over the clean line `mirror fetch` prints.
-    The parent stops them itself. A process started while SIGINT is ignored keeps ignoring
-    it (Python installs its own handler only where the parent left the default), from its
-    first import on, so the parent ignores it for the moment it starts one."""
+    The parent stops them itself. A worker starts with SIGINT blocked (the mask is inherited
+    through fork and exec), from its first import on, until it ignores it: the parent blocks it
+    for the moment it starts one. Not by ignoring it: a Ctrl-C in that moment was lost (the
+    parent ran on to the end); here it is noted and raised again once the work is submitted."""
+
+    _interrupted = False  # a Ctrl-C came while a worker started: raised once `submit` is done
+
+    def submit(self, *args, **kwargs):
+        future = super().submit(*args, **kwargs)
+        if self._interrupted:  # (not inside submit: the pool would be left half set up, its new worker orphaned)
+            self._interrupted = False
+            signal.raise_signal(signal.SIGINT)
+        return future
 
     def _spawn_process(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return super()._spawn_process()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        came: list[int] = []
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))  # (another thread may take it)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             super()._spawn_process()
         finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (one held meanwhile is noted now)
             signal.signal(signal.SIGINT, previous)
+        self._interrupted = self._interrupted or bool(came)
 
 
 def _exit_with(parent: int) -> None:
