@@ -40,6 +40,15 @@ def cli(tmp_path, monkeypatch):
     return run
 
 
+def pytest_configure(config):
+    """A test run started in the background by a script (`pytest &`) inherits SIGINT ignored, and
+    so would every process it starts: the Ctrl-C tests' `mirror fetch` would ignore their Ctrl-C."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_mirror(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run the installed console script as a real process."""
     full_env = {k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"} | (env or {})
