@@ -334,3 +334,24 @@ def test_table_search_pages_of_a_size_that_does_not_divide_the_ranked_skip_none(
         seen += [row["url"] for row in data["rows"]]
         path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
     assert sorted(seen) == sorted(urls) and data["count"] == 7
+
+
+def test_the_homes_counts_follow_every_write(tmp_path):
+    """The home's counts (a walk over every page and link: 165 ms at a million) are kept until
+    the archive is written; a write shows at once."""
+    from mirror._types import Extraction
+    from mirror.seeds import links_from_urls
+
+    folder = tmp_path / "archive"
+    with Archive(folder) as archive:
+        archive.record_inventory(links_from_urls(["https://example.com/a", "https://example.com/b"]))
+    fresh = Datasette([str(folder / "mirror.db")])
+
+    def counts() -> str:
+        return re.search(r'<p class="mirror-counts">.*?</p>', get(fresh, "/").text, re.S)[0]
+
+    assert "pending 2" in counts() and "archived 0" in counts()
+    for url, archived in (("https://example.com/a", 1), ("https://example.com/b", 2)):
+        with Archive(folder) as archive:
+            archive.save_extraction(url, Extraction(status="archived", kind="html", title="文", text="一篇文章"))
+        assert f"archived {archived}" in counts() and f"pending {2 - archived}" in counts()

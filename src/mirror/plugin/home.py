@@ -8,6 +8,7 @@ the same at 100 or 100,000 links. datasette's table list is one click away.
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlencode
 
 from datasette import Response
@@ -31,10 +32,10 @@ async def home_view(datasette, request):
         page = min(max(1, int(request.args.get("page", "1"))), 2**40)  # larger does not fit SQLite
     except ValueError:
         page = 1
-    counts = {row["status"]: row["n"] for row in await db.execute("select status, count(*) as n from pages group by status")}
+    counts = await _until_written(db, "counts", lambda: _status_counts(db))
     seeds = [dict(r) for r in await db.execute("select seed, links, read_at from seeds order by seed")]
     where, params = ("where links.seed = ?", [seed]) if seed else ("", [])
-    total = (await db.execute(f"select count(*) from links {where}", params)).single_value()
+    total = await _until_written(db, f"links of {seed}", lambda: _single(db, f"select count(*) from links {where}", params))
     columns = set(await db.table_columns("pages"))
     # a duplicate's original (archives from before duplicates have no same_as)
     original, original_join = (
@@ -88,6 +89,44 @@ async def home_view(datasette, request):
         "seed_url": lambda name: datasette.urls.path("/") + "?" + urlencode({"seed": name}),
     }
     return Response.html(await datasette.render_template("mirror_home.html", context, request=request), headers={"Content-Security-Policy": reader_csp()})
+
+
+# Counts that walk every page or link (131 ms and 34 ms at a million), kept until the archive is
+# written: the file's state (the database's and its write-ahead log's size and time) is the key.
+_KEPT: dict[tuple, object] = {}
+
+
+async def _until_written(db, what: str, compute):
+    state = _file_state(db.path) if db.path else None
+    if state is None:
+        return await compute()
+    key = (db.path, state, what)
+    if key not in _KEPT:
+        if len(_KEPT) >= 64:
+            _KEPT.clear()
+        _KEPT[key] = await compute()
+    return _KEPT[key]
+
+
+def _file_state(path: str) -> tuple | None:
+    try:
+        main = os.stat(path)
+    except OSError:
+        return None
+    try:  # a commit grows the log, or rewrites it from its start with new salts in its header
+        with open(path + "-wal", "rb") as log:
+            wal: tuple = (os.fstat(log.fileno()).st_size, log.read(32))
+    except OSError:
+        wal = ()
+    return (main.st_mtime_ns, main.st_size, main.st_ino, *wal)
+
+
+async def _status_counts(db) -> dict:
+    return {row["status"]: row["n"] for row in await db.execute("select status, count(*) as n from pages group by status")}
+
+
+async def _single(db, sql: str, params: list):
+    return (await db.execute(sql, params)).single_value()
 
 
 async def _unlinked(db, columns: set[str]) -> int | None:
