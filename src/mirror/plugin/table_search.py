@@ -194,7 +194,7 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
         "facets": facets,
         "facets_of_newest": _search.RANKED_AT_MOST if newest is not None else None,
         # past the newest (ranked) matches come the older ones: there are some, as there were more than those
-        "more": (offset < _search.RANKED_AT_MOST or len(rows) > size) if newest is not None else len(rows) > size,
+        "more": (newest is not None and offset < _search.RANKED_AT_MOST) or len(rows) > size,
     }
 
 

@@ -209,10 +209,10 @@ class _Words:
         self.chinese = sorted({_folded(w) for w in cjk_words(query)}, key=len, reverse=True)
         self.others, self.prefixes = [], set()
         for written in re.findall(r"[^\W_]+\*?", query):  # a word, CJK characters and all, then a * if any
-            runs = [run for run in word_runs(written.rstrip("*")) if not is_cjk(run[0])]
-            self.others += [_folded(run) for run in runs if _folded(run) not in self.others]
+            runs = [_folded(run) for run in word_runs(written.rstrip("*")) if not is_cjk(run[0])]
+            self.others += [run for run in runs if run not in self.others]
             if runs and written.endswith("*") and not is_cjk(written[-2]):
-                self.prefixes.add(_folded(runs[-1]))
+                self.prefixes.add(runs[-1])
         words = self.chinese + self.others
         self.pattern = re.compile("|".join(re.escape(w) for w in words)) if words else None
 
@@ -266,11 +266,9 @@ def _word_end(text: str, at: int) -> int:
     return at
 
 
-def _snippet(text: str, words: _Words | None, width: int = 100) -> str | None:
+def _snippet(text: str, words: _Words, width: int = 100) -> str | None:
     """A window of `text` around the first match of `words`, every match in it marked. Matched in
     a folded copy of the same length (case and accents aside, as the index has them)."""
-    if words is None:
-        return None
     for scan in _SCANS:  # a word most pages have is found in their first lines: fold those first
         cut = _word_end(text, scan)
         folded = _folded(text[:cut])

@@ -49,16 +49,20 @@ def copy_records(archive_dir: Path, out: Path, *, locations: Collection[tuple[st
     kept_ids: set[str] = set()
     subset = Subset()
     present = sorted(folder.glob("*.warc.gz"))
-    chains = {name: _written_before(name, [path.name for path in present]) for name in {file for file, _ in wanted}}
-    files = set(chains) | {chain[0] for chain in chains.values() if chain}
+    before = _writers_files([path.name for path in present])
+    wanted_files = {file for file, _ in wanted}
+    files = wanted_files | {previous for name in wanted_files if (previous := before.get(name))}
+    redirected = set(redirected)
     with open(out, "wb") as sink:
         WARCWriter(sink, gzip=True).write_record(_warcinfo(out.name, software))
         for path in (path for path in present if path.name in files):
             _copy_or_report(path, sink, wanted, pages, kept_ids, subset)
-        for name in sorted({name for chain in chains.values() for name in chain[1:]} - files, reverse=True):
-            if not set(redirected) - subset.started:
-                break
-            _copy_or_report(folder / name, sink, wanted, pages, kept_ids, subset)
+        if redirected - subset.started:
+            earlier = {name for start in wanted_files for name in _chain(before, start)[1:]} - files
+            for name in sorted(earlier, reverse=True):
+                if not redirected - subset.started:
+                    break
+                _copy_or_report(folder / name, sink, wanted, pages, kept_ids, subset)
     return subset
 
 
@@ -67,22 +71,32 @@ def _copy_or_report(path: Path, sink, wanted: set[tuple[str, int]], pages: set[s
         subset.damaged = [*(subset.damaged or []), path.name]
 
 
-def _written_before(name: str, names: list[str]) -> list[str]:
-    """The files `name`'s writer filled before it, newest first (`CaptureWriter` names them
+def _writers_files(names: list[str]) -> dict[str, str]:
+    """Each file -> the file its writer filled just before it (`CaptureWriter` names them
     prefix-time-pid-serial; a pid used again by a later run: the latest file before each)."""
-    def place(file: str) -> tuple[str, str, int, str] | None:
-        found = _NAME.fullmatch(file)
-        return (found["run"], found["pid"], int(found["serial"]), found["stamp"]) if found else None
+    places = {}
+    for name in names:
+        if found := _NAME.fullmatch(name):
+            places.setdefault((found["run"], found["pid"], int(found["serial"])), []).append((found["stamp"], name))
+    before = {}
+    for (run, pid, serial), files in places.items():
+        for stamp, name in files:
+            earlier = [(s, f) for s, f in places.get((run, pid, serial - 1), []) if s <= stamp]
+            if earlier:
+                before[name] = max(earlier)[1]
+    return before
 
-    written = [(found, file) for file in names if (found := place(file))]
-    chain, here = [], place(name)
-    while here is not None:
-        run, pid, serial, stamp = here
-        earlier = [(s, f) for (r, p, k, s), f in written if (r, p, k) == (run, pid, serial - 1) and s <= stamp]
-        if not earlier:
-            break
-        chain.append(max(earlier)[1])
-        here = place(chain[-1])
+
+def _written_before(name: str, names: list[str]) -> list[str]:
+    """The files `name`'s writer filled before it, newest first."""
+    return _chain(_writers_files(names), name)
+
+
+def _chain(before: dict[str, str], name: str) -> list[str]:
+    """The files `name`'s writer filled before it, newest first."""
+    chain = []
+    while (name := before.get(name)) is not None:
+        chain.append(name)
     return chain
 
 
