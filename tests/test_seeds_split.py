@@ -80,3 +80,71 @@ def test_no_child_is_left_behind_when_the_caller_fails():
         1 / 0  # noqa: B018
     assert call._process.poll() is not None  # killed, and waited for
     assert time.monotonic() - start < 30
+
+
+# exports read on two cores: a long HTML file or feed is parsed again by the child, which makes
+# links of the entries past the parent's share (issue 28: "load as fast as a reading list")
+BOOKMARKS = """<!DOCTYPE NETSCAPE-Bookmark-file-1>
+<DL><p><DT><H3>训练</H3><DL><p>
+<DT><A HREF="https://example.com/a" ADD_DATE="1700000000" TAGS="x">A</A>
+<DT><H3>并行</H3><DL><p><DT><A HREF="https://example.com/b">B</A><DT><A HREF="mailto:x@y">mail</A></DL><p>
+<DT><A HREF="https://example.com/c">C</A>
+</DL><p><DT><A HREF="https://example.com/d">D</A></DL>
+"""
+PAGE = """<html><body><h2>Intro <a href="https://example.com/in-heading">in heading</a></h2>
+<p><a href="https://example.com/p1">one</a> <a href="https://example.com/p2">two</a> <a href="/relative">rel</a></p>
+<h3>Next <h4>inner</h4></h3><ul><li><a href="https://example.com/p3"><b>bold</b> title</a></li></ul></body></html>"""
+RSS_ITEMS = """<item><title>第 {i} 期</title><link>https://example.com/w/{i}?utm_source=rss</link>
+<pubDate>Tue, 0{d} Mar 2024 08:00:00 GMT</pubDate><category>周报</category></item>
+<item><title>无链接 {i}</title></item>"""
+ATOM_ENTRIES = """<entry><title>Post {i}</title><link rel="edit" href="https://blog.example/edit/{i}"/>
+<link href="/posts/{i}"/><updated>2024-01-0{d}T00:00:00Z</updated><category term="gpu"/></entry>"""
+
+
+def _exports() -> list[tuple[str, str]]:
+    return [
+        ("bookmarks.html", BOOKMARKS * 7),
+        ("page.html", PAGE.replace("</body></html>", "") * 9 + "</body></html>"),
+        ("pocket.html", "<html><body><h1>Unread</h1><ul>" + "".join(
+            f'<li><a href="https://example.com/p/{i}" time_added="{1_700_000_000 + i}" tags="a,{i % 3}">第 {i} 篇</a></li>\n' for i in range(40))
+            + "</ul><h1>Read Archive</h1><ul><li><a href='https://example.com/done'>done</a></li></ul></body></html>"),
+        ("weekly.rss", '<?xml version="1.0"?><rss version="2.0"><channel><title>周报</title>'
+            + "".join(RSS_ITEMS.format(i=i, d=1 + i % 9) for i in range(30)) + "</channel></rss>"),
+        ("blog.atom", '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Blog</title>'
+            + "".join(ATOM_ENTRIES.format(i=i, d=1 + i % 9) for i in range(30)) + "</feed>"),
+        ("pocket.csv", "title,url,time_added,tags,status\n" + "".join(f"第 {i} 篇,https://example.com/p/{i},{1_700_000_000 + i},a|b,unread\n" for i in range(40))),
+    ]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _exports()])
+def test_an_export_on_two_cores_gives_exactly_what_one_pass_gives(monkeypatch, tmp_path, name):
+    from mirror.seeds import html as seeds_html
+    from mirror.seeds import imports as seeds_imports
+    from mirror.seeds.documents import read_seeds
+
+    path = tmp_path / name
+    path.write_text(dict(_exports())[name], encoding="utf-8")
+    one_pass = read_seeds([path], base=tmp_path)
+    answers = []
+
+    class Watched(ChildCall):
+        def result(self):
+            answers.append(super().result())
+            return answers[-1]
+
+    made_here = []  # the rows this process made links of: its share only, unless the child failed
+
+    def fields_of(rows, fields_of=seeds_imports._fields_of):
+        made_here.append(len(rows))
+        return fields_of(rows)
+
+    for module in (seeds_html, seeds_imports):
+        monkeypatch.setattr(module, "TWO_CORES", 2)
+        monkeypatch.setattr(module, "ChildCall", Watched)
+        monkeypatch.setattr(module, "_fields_of", fields_of)
+    two_cores = read_seeds([path], base=tmp_path)
+    assert answers and all(answer is not None for answer in answers)  # the child did its part
+    assert len(made_here) == 1 and made_here[0] < len(one_pass.links) * 0.7
+    assert two_cores.links == one_pass.links and len(one_pass.links) >= 20
+    assert two_cores.warnings == one_pass.warnings
+    assert any(link.section for link in one_pass.links)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 
 import lxml.html
 
 from .._types import Link
 from ._child_call import ChildCall
-from .imports import TWO_CORES, Row, _fields_of, as_links, links_of
+from .imports import TWO_CORES, Row, _fields_of, _whole, as_links, links_of, parents_share
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)
@@ -18,20 +19,21 @@ _DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
 
 def parse_html(text: str, seed: str) -> list[Link]:
     """Every <a href> with its text as title and its folder or heading as section. A long one
-    (a bookmark export of 100,000 links) has its second half read in a child process meanwhile."""
+    (a bookmark export of 100,000 links) has its second part read in a child process started
+    before this one parses it."""
     data = _closed(text).encode("utf-8")
-    root = _root(data)
-    if root is None:
-        return []
-    anchors = _anchors(root)
-    if len(anchors) < TWO_CORES:
-        return links_of(_rows(root, anchors, 0, len(anchors)), seed)
-    half = len(anchors) * 11 // 20
-    with ChildCall("mirror.seeds.html", "_fields_for_parent", data, half) as child:
-        fields = _fields_of(_rows(root, anchors, 0, half))
+    long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES
+    with ChildCall("mirror.seeds.html", "_fields_for_parent", data) if long else nullcontext() as child:
+        root = _root(data)
+        if root is None:
+            return []
+        anchors, headings = _anchors(root)
+        if child is None or len(anchors) < TWO_CORES:
+            return links_of(_rows(root, anchors, headings, 0, len(anchors)), seed)
+        half = parents_share(len(anchors))
+        links = as_links(_fields_of(_rows(root, anchors, headings, 0, half)), seed)
         answer = child.result()
-    rest = answer if isinstance(answer, list) and len(answer) == len(anchors) - half else _fields_of(_rows(root, anchors, half, len(anchors)))
-    return as_links(fields + rest, seed)
+    return links + as_links(answer if _whole(answer, len(anchors) - half) else _fields_of(_rows(root, anchors, headings, half, len(anchors))), seed)
 
 
 def _root(data: bytes):
@@ -41,24 +43,40 @@ def _root(data: bytes):
         return None
 
 
-def _anchors(root) -> list:
-    return [anchor for anchor in root.iter("a") if (anchor.get("href") or "").strip()]
+def _anchors(root) -> tuple[list, dict]:
+    """The <a href> elements, and each one's last heading that ends before it: one walk of the
+    document (an XPath `preceding::` per anchor would read it once per link)."""
+    anchors: list = []
+    nearest: dict = {}
+    last = None
+    started: list[tuple] = []  # headings begun and perhaps not ended: (heading, what it holds), innermost last
+    for element in root.iter("a", *_HEADINGS):
+        while started and element not in started[-1][1]:
+            last = started.pop()[0]  # it ended before this element (an outer one after an inner)
+        if element.tag == "a":
+            if (element.get("href") or "").strip():
+                anchors.append(element)
+                nearest[element] = last
+        else:
+            started.append((element, set(element.iterdescendants("a", *_HEADINGS))))
+    return anchors, nearest
 
 
-def _fields_for_parent(data: bytes, start: int) -> list:
-    """(In the child process.) The Link fields of the document's links from number `start` on."""
+def _fields_for_parent(data: bytes) -> list | None:
+    """(In the child process.) The Link fields of the document's links past the parent's share."""
     root = _root(data)
-    anchors = _anchors(root)
-    return _fields_of(_rows(root, anchors, start, len(anchors)))
+    if root is None:
+        return None
+    anchors, headings = _anchors(root)
+    return _fields_of(_rows(root, anchors, headings, parents_share(len(anchors)), len(anchors)))
 
 
-def _rows(root, anchors: list, start: int, stop: int) -> list[Row]:
+def _rows(root, anchors: list, headings: dict, start: int, stop: int) -> list[Row]:
     """The rows of anchors[start:stop]: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
     for anchor in anchors[:start]:
         line = anchor.sourceline or 0
         per_line[line] = per_line.get(line, 0) + 1
-    headings = _headings_before_anchors(root)
     named: dict = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
     rows: list[Row] = []
@@ -79,21 +97,6 @@ def _closed(text: str) -> str:
     if not _NETSCAPE.match(text):
         return text
     return _DD.sub(r"\1</dd>", _BOOKMARK_DT.sub(r"\1</dt>", text))
-
-
-def _headings_before_anchors(root) -> dict:
-    """Each <a> -> the last heading that ends before it, in one pass over the document.
-
-    (An XPath `preceding::` per anchor would read the document once per link.)
-    """
-    nearest: dict = {}
-    last = None
-    for event, element in lxml.etree.iterwalk(root, events=("start", "end"), tag=("a", *_HEADINGS)):
-        if event == "start" and element.tag == "a":
-            nearest[element] = last
-        elif event == "end" and element.tag in _HEADINGS:
-            last = element
-    return nearest
 
 
 def _section(anchor: lxml.html.HtmlElement, heading_before, named: dict, folders: bool = True) -> str | None:

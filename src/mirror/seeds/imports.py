@@ -10,13 +10,14 @@ import functools
 import io
 import json
 import re
-import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from contextlib import nullcontext
+from datetime import date, datetime
 
 from .._types import Link
 from . import urls
 from ._child_call import ChildCall
+from .links import _link
 
 __all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
 
@@ -27,9 +28,11 @@ _TAG_COLUMNS = ("tags", "tag", "labels")
 _DATE_COLUMNS = ("time_added", "created", "timestamp", "time", "date", "added", "created_at")
 _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
-_UNIX = re.compile(r"\d{9,11}(\.\d+)?")
-_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) (\d\d:\d\d:\d\d) ([A-Za-z]+|[+-]\d{4})")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_UNIX = re.compile(r"(\d{9,11})(\.\d+)?")
+# "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write; a valid clock, or the slow path decides
+_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) ((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d) ([A-Za-z]+|[+-]\d{4})")
+_MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
 
 
 def when(value: object) -> str | None:
@@ -40,16 +43,16 @@ def when(value: object) -> str | None:
 
 @functools.lru_cache(maxsize=4096)  # exports repeat their dates (a feed's day, an import's second)
 def _when(text: str) -> str | None:
-    if _UNIX.fullmatch(text):
-        return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(float(text)))
-    if rfc := _RFC822.fullmatch(text):  # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write
-        day, month, year, clock, zone = rfc.groups()
-        if month.title() in _MONTHS and zone.upper() in ("GMT", "UT", "UTC", "Z", "+0000"):
-            try:  # a real date and time, or the slow path decides
-                return datetime(int(year), _MONTHS.index(month.title()) + 1, int(day), *map(int, clock.split(":")),
-                                tzinfo=UTC).isoformat(timespec="seconds")
-            except ValueError:
-                pass
+    # the two shapes of 100,000-line exports are written from their parts: a day's date is
+    # worked out once (`_day`), a clock copied (datetime and strftime cost as much as the rest of a link)
+    if unix := _UNIX.fullmatch(text):
+        days, seconds = divmod(int(unix[1]), 86400)
+        day = _day_of_epoch(days)
+        return f"{day}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}+00:00" if day else None
+    if rfc := _RFC822.fullmatch(text):
+        number, month, year, clock, zone = rfc.groups()
+        if zone.upper() in ("GMT", "UT", "UTC", "Z", "+0000") and (day := _day(int(year), _MONTHS.get(month.title(), 0), int(number))):
+            return f"{day}T{clock}+00:00"
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat(timespec="seconds")
     except ValueError:
@@ -59,6 +62,23 @@ def _when(text: str) -> str | None:
     try:
         return parsedate_to_datetime(text).isoformat(timespec="seconds")
     except (TypeError, ValueError, IndexError):
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(year: int, month: int, number: int) -> str | None:
+    """'2024-03-05', or None for a day that is not in the calendar (the slow path decides)."""
+    try:
+        return date(year, month, number).isoformat()
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_of_epoch(days: int) -> str | None:
+    try:
+        return date.fromordinal(_EPOCH_DAY + days).isoformat()
+    except (ValueError, OverflowError):
         return None
 
 
@@ -83,32 +103,49 @@ Row = tuple  # (href, line, col, title, section, tags, added): a link as an expo
 TWO_CORES = 50_000  # rows from which the second half is made into links in a child process meanwhile
 
 
+def parents_share(rows: int) -> int:
+    """How many of a long export's rows the parent makes links of: a little more than half,
+    as the child starts a Python first."""
+    return rows * 11 // 20
+
+
 def links_of(rows: list[Row], seed: str) -> list[Link]:
     """Rows as links, in order; a long export's second half made in a child process meanwhile
     (`_child_call`: the second core), by the same function, so the result is the same."""
     if len(rows) < TWO_CORES:
         return as_links(_fields_of(rows), seed)
-    half = len(rows) * 11 // 20  # the child starts a Python first: a little less for it
+    half = parents_share(len(rows))
     with ChildCall("mirror.seeds.imports", "_fields_of", rows[half:]) as child:
-        fields = _fields_of(rows[:half])
+        links = as_links(_fields_of(rows[:half]), seed)
         answer = child.result()
-    rest = answer if isinstance(answer, list) and len(answer) == len(rows) - half else _fields_of(rows[half:])
-    return as_links(fields + rest, seed)
+    return links + as_links(answer if _whole(answer, len(rows) - half) else _fields_of(rows[half:]), seed)
+
+
+def _whole(answer: object, rows: int) -> bool:
+    """Whether a child's answer is the fields of its `rows` rows (else the parent makes them)."""
+    return isinstance(answer, list) and len(answer) == rows
 
 
 def as_links(fields: list[tuple], seed: str) -> list[Link]:
     """`_fields_of`'s tuples (made here or in a child process) as the links of `seed`."""
-    return [Link(*f[:2], seed, *f[2:]) for f in fields]
+    return [_link(url, written, seed, *rest) for url, written, *rest in fields]
 
 
 def _fields_of(rows: list[Row]) -> list[tuple]:
     """(Also in the child process.) Each row's Link fields but its seed, in Link's order:
     url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
     fields = []
+    sections: dict = {}  # an export's few folders, each tidied once
     for href, line, col, title, section, tags, added in rows:
-        reason = urls.skip_reason(href)
-        fields.append((href if reason else urls.normalize(href), href, line, col, " ".join(str(title or "").split()) or None,
-                       " ".join(str(section or "").split()) or None, reason, (), tag_list(tags), when(added)))
+        url, reason = urls.normalize_plain(href), None  # nearly every link: one match
+        if url is None:
+            reason = urls.skip_reason(href)
+            url = href if reason else urls.normalize(href)
+        if section.__class__ is not str:  # (a JSON export's folder may be anything)
+            section = str(section or "")
+        if section not in sections:
+            sections[section] = " ".join(str(section or "").split()) or None
+        fields.append((url, href, line, col, " ".join(str(title or "").split()) or None, sections[section], reason, (), tag_list(tags), when(added)))
     return fields
 
 
@@ -172,29 +209,31 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
 def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None) -> list[Link]:
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
     and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
-    are decoded as their XML declaration says; entry links are resolved against `base`."""
+    are decoded as their XML declaration says; entry links are resolved against `base`.
+    A long feed's second part is read (parsed again, entries made links) in a child process
+    started before this one parses it."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
-    root = _feed_root(data, encoding, seed, warn)
-    if root is None:
-        return []
-    if _local(root.tag) == "opml":
-        return links_of(list(_outlines(root, base)), seed)
-    entries = _feed_entries(root)
-    if len(entries) < TWO_CORES:
-        return links_of(list(_entries(root, entries, 0, seed, warn, base)), seed)
-    # a long feed: its second half read (parsed again, entries made links) in a child meanwhile
-    half = len(entries) * 11 // 20
-    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", data, encoding, seed, base, half) as child:
-        fields = _fields_of(list(_entries(root, entries[:half], 0, seed, warn, base)))
+    long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") >= TWO_CORES
+    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", data, encoding, seed, base) if long else nullcontext() as child:
+        root = _feed_root(data, encoding, seed, warn)
+        if root is None:
+            return []
+        if _local(root.tag) == "opml":
+            return links_of(list(_outlines(root, base)), seed)
+        entries = _feed_entries(root)
+        if child is None or len(entries) < TWO_CORES:
+            return links_of(list(_entries(root, entries, 0, seed, warn, base)), seed)
+        half = parents_share(len(entries))
+        links = as_links(_fields_of(list(_entries(root, entries[:half], 0, seed, warn, base))), seed)
         answer = child.result()
-    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], list):
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], list):  # (entries without a link give none)
         rest, warnings = answer
         for warning in warnings:
             warn(warning)
     else:
         rest = _fields_of(list(_entries(root, entries[half:], half, seed, warn, base)))
-    return as_links(fields + rest, seed)
+    return links + as_links(rest, seed)
 
 
 def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):
@@ -215,13 +254,16 @@ def _feed_entries(root) -> list:
     return list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
-def _feed_fields_for_parent(data: bytes, encoding: str | None, seed: str, base: str | None, start: int) -> tuple[list, list[str]]:
-    """(In the child process.) The Link fields of a feed's entries from `start` on, and the
-    warnings they gave."""
+def _feed_fields_for_parent(data: bytes, encoding: str | None, seed: str, base: str | None) -> tuple[list, list[str]] | None:
+    """(In the child process.) The Link fields of the feed's entries past the parent's share, and
+    the warnings they gave."""
     warnings: list[str] = []
     root = _feed_root(data, encoding, seed, warnings.append)
-    rows = list(_entries(root, _feed_entries(root)[start:], start, seed, warnings.append, base))
-    return _fields_of(rows), warnings
+    if root is None or _local(root.tag) == "opml":
+        return None
+    entries = _feed_entries(root)
+    start = parents_share(len(entries))
+    return _fields_of(list(_entries(root, entries[start:], start, seed, warnings.append, base))), warnings
 
 
 def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
@@ -236,18 +278,23 @@ def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str |
             if not isinstance(tag, str):
                 continue
             name = tag.rpartition("}")[2]
-            if name in ("category", "subject"):
-                tags.append(child.get("term") or child.text or "")
-            elif name == "link" and href is None and child.get("href") and child.get("rel", "alternate") == "alternate":
-                href = child.get("href")
-            if name not in texts and child.text and not child.text.isspace():
-                texts[name] = child.text
+            text = child.text  # (lxml makes a new string at each reading)
+            if name in _TAG_ELEMENTS:
+                tags.append(child.get("term") or text or "")
+            elif name == "link" and href is None and (written := child.get("href")) and child.get("rel", "alternate") == "alternate":
+                href = written
+            if text and name not in texts and not text.isspace():
+                texts[name] = text
         href = texts.get("link") or href
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        added = next((texts[name] for name in ("pubDate", "published", "updated", "date") if name in texts), None)
+        added = next((texts[name] for name in _DATE_ELEMENTS if name in texts), None)
         yield _joined(base, href.strip()), entry.sourceline or 0, number, texts.get("title"), section, tags, added
+
+
+_TAG_ELEMENTS = frozenset(("category", "subject"))
+_DATE_ELEMENTS = ("pubDate", "published", "updated", "date")
 
 
 def _outlines(root, base: str | None) -> Iterator[Row]:

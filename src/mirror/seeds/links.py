@@ -78,13 +78,13 @@ def _target(hit: _Found) -> tuple[str, str | None, tuple[str, ...]]:
 _new_object, _set_attribute = object.__new__, object.__setattr__
 
 
-def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates) -> Link:  # noqa: PLR0913
+def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates, tags=None, added=None) -> Link:  # noqa: PLR0913
     """Link(...) at a third of the cost: a frozen dataclass's __init__ sets each field
     through object.__setattr__ (a second per million links)."""
     link = _new_object(Link)
     _set_attribute(link, "__dict__", {
         "url": url, "url_as_written": url_as_written, "seed": seed, "line": line, "col": col,
-        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates, "tags": None, "added": None,
+        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates, "tags": tags, "added": added,
     })
     return link
 
