@@ -133,21 +133,36 @@ def bounded_against_exhaustive(db_path: Path) -> str:
     return "; ".join(parts)
 
 
-def time_cli(folder: Path, reps: int) -> dict[str, list[float]]:
-    """As a user's Python runs it: with its bytecode cache (this machine's environment may
-    set PYTHONDONTWRITEBYTECODE, which would compile mirror's modules on every start)."""
+def time_cli(folder: Path, reps: int, *options: str) -> dict[str, list[float]]:
+    """`mirror search` as a user runs it: the installed command, with the bytecode cache a
+    user's Python keeps (this machine's environment may set PYTHONDONTWRITEBYTECODE, which
+    would compile mirror's modules on every start)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "mirror", "search", "x", "--json", "--archive", str(folder)], check=True, capture_output=True, env=env)
+    script = Path(sys.executable).with_name("mirror")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mirror"]
+    subprocess.run([*command, "search", "x", *options, "--archive", str(folder)], check=True, capture_output=True, env=env)
     times: dict[str, list[float]] = {}
     for kind, queries in QUERIES.items():
         samples = []
         for i in range(reps):
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "mirror", "search", queries[i % len(queries)], "--json", "--archive", str(folder)],
+            subprocess.run([*command, "search", queries[i % len(queries)], *options, "--archive", str(folder)],
                            check=True, capture_output=True, env=env)
             samples.append(time.perf_counter() - start)
         times[kind] = samples
     return times
+
+
+def time_typer(reps: int) -> dict[str, list[float]]:
+    """The floor of any typer command on this machine at this moment: Python starting and
+    importing typer, nothing else."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import typer"], check=True, capture_output=True, env=env)
+        samples.append(time.perf_counter() - start)
+    return {"python -c 'import typer'": samples}
 
 
 def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
@@ -297,7 +312,9 @@ def main() -> None:
             ("database size", breakdown(db_path, text)),
             ("Python API", summary(time_api(db_path, args.reps))),
             ("bounded vs exhaustive ranking (top 20)", bounded_against_exhaustive(db_path)),
-            ("mirror search (process)", summary(time_cli(folder, max(3, args.reps // 4)))),
+            ("mirror search (process)", summary(time_cli(folder, args.reps))),
+            ("mirror search --json (process)", summary(time_cli(folder, args.reps, "--json"))),
+            ("a typer command's floor", summary(time_typer(args.reps))),
             ("datasette", summary(time_datasette(db_path, args.reps))),
             ("peak RSS", f"{_peak_mb():.0f} MB" + (" serving (this process: the searches and datasette)" if reused else " (building and serving)")),
         ]

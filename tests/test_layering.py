@@ -18,7 +18,7 @@ PACKAGE = Path(mirror.__file__).parent
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
     # the bottom: the values passed between stages and the vocabulary, and helpers that know no stage
-    "_types": 0, "_util": 0, "_fts": 0,
+    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0,
     # seeds/urls: reading lists -> the link inventory; URL identity
     "seeds": 1,
     # fetch/warc: raw captures, and HTTP into them

@@ -288,3 +288,63 @@ def test_snippets_mark_a_word_that_begins_with_another_and_words_past_the_first_
         lone = snippet("cat", far)
         assert "[cat]" in lone and "[cats]" not in lone and "a lone [cat] here" in lone
         assert lone.endswith("…") and len(lone) > 90  # the window's whole width, not cut at 2,000 characters
+
+
+def _imported(result) -> set[str]:
+    """The modules a process run with -X importtime imported (its stderr)."""
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("options", [(), ("--json",)])
+def test_mirror_search_as_a_process_prints_every_hit_and_loads_no_more_than_it_needs(corpus_archive, tmp_path, options):
+    """Issue 29: a search is started and ended as a process a person waits for. Neither rich (50 ms
+    to import) nor the fetch values (9 ms to make) are loaded, the process ends without Python's
+    teardown, and what it printed is all there (flushed before the end)."""
+    import subprocess
+    import sys
+
+    expected = search(sqlite_utils.Database(corpus_archive / "mirror.db"), "的", limit=20)
+    assert len(expected) == 20
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "mirror", "search", "的", *options, "--archive", str(corpus_archive)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = _imported(result)
+    assert "mirror.search.query" in imported
+    assert not {name for name in imported if name == "rich" or name.startswith(("rich.", "mirror._types", "mirror.seeds", "mirror.fetch"))}
+    if options:
+        assert [hit["url"] for hit in json.loads(result.stdout)] == [hit.url for hit in expected]
+    else:
+        for n, hit in enumerate(expected, 1):
+            assert f"(mirror show {hit.id})" in result.stdout and f"{n}. " in result.stdout
+        assert "\x1b" not in result.stdout  # not a terminal: no styles
+    # a reader that stops reading: no traceback, no complaint
+    reader = subprocess.Popen([sys.executable, "-m", "mirror", "search", "的", "--limit", "200", *options, "--archive", str(corpus_archive)],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.read(10)
+    reader.stdout.close()
+    assert reader.wait(timeout=120) in (0, 1, -13) and b"Traceback" not in reader.stderr.read()
+
+
+def test_search_styles_its_output_only_for_a_colour_terminal(cli, corpus_archive, monkeypatch):
+    from mirror.cli._common import TerminalStyle
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert TerminalStyle(Terminal())("word", "bold", "yellow") == "\x1b[1;33mword\x1b[0m"
+    assert TerminalStyle(object())("word", "bold") == "word"  # a pipe, a file
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert TerminalStyle(Terminal())("word", "bold") == "word"
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert TerminalStyle(Terminal())("word", "bold") == "word"
+    monkeypatch.setenv("FORCE_COLOR", "1")  # as rich reads it: colours even into a pipe
+    result = cli("search", "的", "--limit", "3", "--archive", str(corpus_archive))
+    assert result.exit_code == 0
+    assert "\x1b[1;33m的\x1b[0m" in result.output  # each match marked
+    assert re.search(r"\x1b\[1m1\. [^\x1b]+\x1b\[0m  \x1b\[2m\(mirror show \d+\)\x1b\[0m", result.output)
+    assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", result.output)  # no control character but ours

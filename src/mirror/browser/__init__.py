@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from .._types import BrowserMode, CaptureKind, RenderError
+    from .._enums import BrowserMode, CaptureKind, RenderError
     from .renderer import Rendered, Renderer
     from .rendering import find_chromium, render_pass, resolve
 

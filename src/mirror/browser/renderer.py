@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from http.cookiejar import Cookie
 
-from .._types import RenderError
+from .._enums import RenderError
 from ..http.gate import Reach
 from .memory import browser_pss_mb
 from .visit import VIEWPORT, Rendered, Visit, short

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .._types import RenderError
+from .._enums import RenderError
 from ..http.blocked import blocked_reason
 from ..http.gate import Reach
 from ..warc import RENDER_HEADER, Capture

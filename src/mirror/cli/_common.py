@@ -60,6 +60,27 @@ Sources = Annotated[
 ]
 
 
+class TerminalStyle:
+    """Text in SGR styles where `stream` is a colour terminal, as rich decides it (a TTY, no
+    NO_COLOR, TERM not dumb; FORCE_COLOR forces), as it is elsewhere: for output written without
+    rich. The text must hold no control characters (`strip_controls`)."""
+
+    _SGR = {"bold": "1", "dim": "2", "red": "31", "yellow": "33", "cyan": "36"}
+
+    def __init__(self, stream) -> None:
+        import os
+
+        tty = getattr(stream, "isatty", lambda: False)()
+        self.color = bool(os.environ.get("FORCE_COLOR")) or (tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb")
+
+    def codes(self, *names: str) -> str:
+        """The escape that starts those styles (none: that ends them)."""
+        return f"\x1b[{';'.join(self._SGR[name] for name in names) or '0'}m" if self.color else ""
+
+    def __call__(self, text: str, *names: str) -> str:
+        return f"{self.codes(*names)}{text}{self.codes()}" if self.color and text else text
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[bold red]error:[/] {safe(message)}")
     raise typer.Exit(code)

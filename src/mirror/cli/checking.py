@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .._types import BrowserMode, VersionState
+from .._enums import BrowserMode, VersionState
 from ._common import ArchiveDir, err, fail, open_archive, print_json, safe
 from ._options import AllowPrivate, Concurrency, Cookies, Delay, Header, PerHost, Retries, Timeout, UserAgent, Wayback, WaybackApi
 

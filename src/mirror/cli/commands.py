@@ -12,7 +12,7 @@ import importlib
 import os
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -75,6 +75,8 @@ def main() -> None:
     except SystemExit as exc:
         if exc.code == 130 and command != "fetch":  # (fetch says what it kept)
             err.print("[yellow]interrupted:[/] stopped; nothing half-written was left")
+        if command in _READERS and not _terminated and (exc.code is None or isinstance(exc.code, int)):
+            _end_now(exc.code or 0)
         raise
     finally:
         if _terminated:  # cleaned up: now end as a SIGTERM ends a process (what service managers expect)
@@ -84,6 +86,18 @@ def main() -> None:
 
 
 _terminated = False
+_READERS = {"search", "show"}  # they write nothing, start no thread, and have closed the archive
+
+
+def _end_now(code: int) -> NoReturn:
+    """End a command that only read, without Python's teardown: freeing every module it loaded
+    takes 20 ms, a tenth of a `mirror search`."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that stopped reading (`| head`)
+            pass
+    os._exit(code)
 
 
 def _stop_as_on_ctrl_c(signum: int, frame: object) -> None:

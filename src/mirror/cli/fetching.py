@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .._types import BrowserMode
+from .._enums import BrowserMode
 from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     AllowPrivate,
@@ -136,7 +136,7 @@ def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet
 
 def _feeds_given(archive: Path, inventory: Inventory) -> Inventory:
     """The entries of the URLs given on the command line that are feeds, read from their captures."""
-    from .._types import COMMAND_LINE
+    from .._enums import COMMAND_LINE
     from ..fetch.feeds import feed_entries
 
     given = [link.url for link in inventory.links if link.seed == COMMAND_LINE and not link.skip_reason]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .._types import PageStatus
+from .._enums import PageStatus
 from .._util.text import strip_controls
 from ..store import DB_NAME
 from ._common import ArchiveDir, Sources, err, open_archive, out, print_json, read_inventory, safe

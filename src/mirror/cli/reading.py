@@ -3,6 +3,7 @@ fast: it loads neither the fetcher nor rich for --json."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ import typer
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
-from ._common import ArchiveDir, err, fail, open_archive, out, print_json, safe
+from ._common import ArchiveDir, err, fail, open_archive, out, print_json, safe, TerminalStyle
 
 
 def search_command(
@@ -43,15 +44,18 @@ def search_command(
     if not hits:
         err.print(f"no saved article matches {safe(repr(query))}")
         return
-    from rich.markup import escape
-
+    # written as it is, not through rich: importing rich takes 50 ms, a quarter of a search
+    style = TerminalStyle(sys.stdout)
+    lines = []
     for n, hit in enumerate(hits, 1):
-        snippet = escape(strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03"))
-        snippet = snippet.replace("\x02", "[bold yellow]").replace("\x03", "[/]")
-        rot = f"  [red]{str(hit.health).replace('_', ' ')} live: saved copy[/]" if hit.rotted else ""
-        out.print(f"[bold]{n}. {safe(hit.title or hit.url)}[/]{rot}  [dim](mirror show {hit.id})[/]")
-        out.print(f"   [cyan]{safe(hit.url)}[/]  {safe(hit.sitename or '')} {safe(readable_date(hit.date))}".rstrip())
-        out.print(f"   {snippet}\n")
+        match_start, match_end = style.codes("bold", "yellow"), style.codes()
+        snippet = strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03")
+        snippet = snippet.replace("\x02", match_start).replace("\x03", match_end)
+        rot = "  " + style(f"{str(hit.health).replace('_', ' ')} live: saved copy", "red") if hit.rotted else ""
+        lines.append(style(f"{n}. {strip_controls(hit.title or hit.url)}", "bold") + rot + "  " + style(f"(mirror show {hit.id})", "dim"))
+        lines.append(f"   {style(strip_controls(hit.url), 'cyan')}  {strip_controls(hit.sitename or '')} {strip_controls(readable_date(hit.date))}".rstrip())
+        lines.append(f"   {snippet}\n")
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def show(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._types import PageStatus
+from .._enums import PageStatus
 from ..store.health import site_filter
 
 

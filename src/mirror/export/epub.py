@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._types import PageStatus
+from .._enums import PageStatus
 from .._util.files import replaced_whole
 from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload

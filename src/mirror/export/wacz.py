@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._types import PageStatus, ResourceStatus
+from .._enums import PageStatus, ResourceStatus
 from ..store.queries import warc_location
 from ..warc import original
 from ..warc.subset import copy_records

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from datasette import Response
 from datasette.database import QueryInterrupted
 
-from .._types import PageStatus
+from .._enums import PageStatus
 from ..extract.css import web_url
 from ._common import _archive, _views, reader_csp
 from .screenshots import screenshot_urls

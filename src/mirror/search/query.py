@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._fts import FTS_TABLE
-from .._types import PageStatus
+from .._enums import PageStatus
 from .._util.segment import desegment, is_cjk, is_word_char, word_runs
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 
@@ -303,6 +303,12 @@ _FOLD = _Fold()
 
 
 def _folded(text: str) -> str:
+    """`text` folded by `_FOLD`. Where no character decomposes and each lower-cases to one (most
+    English and Chinese text), that is `lower()`: str.translate calls the table for every
+    character, 60 ns each, 10 ms for a long article's text."""
+    lowered = text.lower()
+    if len(lowered) == len(text) and (text.isascii() or unicodedata.is_normalized("NFD", text)):
+        return lowered
     return text.translate(_FOLD)
 
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit, urlunsplit
 
 from courlan.clean import TRACKERS_RE
 
-from .._types import Reason
+from .._enums import Reason
 
 __all__ = [
     "FETCHABLE_SCHEMES",

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from .._types import PageStatus
+from .._enums import PageStatus
 
 if TYPE_CHECKING:
     import sqlite_utils

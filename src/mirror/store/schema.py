@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 from .. import _fts
-from .._types import PageStatus
+from .._enums import PageStatus
 from .health import HEALTH_INDEX, HEALTH_VIEW, LINK_HEALTH_SQL
 
 __all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]
