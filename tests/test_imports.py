@@ -104,6 +104,8 @@ def test_each_export_is_read_with_what_it_says_of_a_link(cli, tmp_path, name, co
     ("weekly.rss", RSS, "weekly.rss: line 5: an entry without a link; skipped"),
     ("broken.json", '[{"href": "https://a.example/"}, ', "broken.json: not JSON"),
     ("wrong.csv", "name,size\na,1\n", "wrong.csv: a CSV without a url column"),
+    ("deep.json", "[" * 5000 + "]" * 5000, "deep.json: JSON that cannot be read (RecursionError"),
+    ("big.json", '[{"href": "https://a.example/", "time": ' + "9" * 5000 + "}]", "big.json: JSON that cannot be read (ValueError"),
 ])
 def test_bad_rows_are_reported_with_their_line_never_a_traceback(cli, tmp_path, name, content, said):
     (tmp_path / name).write_text(content, encoding="utf-8")
@@ -191,3 +193,19 @@ def test_a_page_past_the_reach_it_is_given_is_refused(tmp_path, web):
         run(archive, FetchOptions(delay=0, retries=0, page_reach=int(Reach.PUBLIC)))
         row = archive.db["pages"].get(url)
     assert (row["status"], row["error"]) == ("failed", "private_address") and web.recorder.hits["/intranet"] == 0
+
+
+def test_dates_are_written_in_iso_whatever_digits_they_came_in():
+    """A feed's date written with other scripts' digits is read as the standard library reads it:
+    what is stored is ISO, in ASCII digits, or nothing."""
+    from datetime import datetime
+
+    from mirror.seeds.imports import when
+
+    assert when("Tue, 05 Mar 2024 0\u0668:00:00 GMT") == "2024-03-05T08:00:00+00:00"
+    assert when("Tue, 05 Mar 2024 08:00:00 GMT") == when("05 Mar 2024 08:00:00 UT") == "2024-03-05T08:00:00+00:00"
+    assert when("1700000000") == when("\u0661\u0667\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660") == "2023-11-14T22:13:20+00:00"
+    assert when("Sat, 29 Feb 2025 01:02:03 GMT") is None and when("Tue, 05 Mar 2024 24:00:00 GMT") is None
+    for value in ("Tue, 05 Mar 2024 0\u0668:00:00 GMT", "Mon, \u0660\u0667 Jan 2024 01:02:03 GMT", "1700000000.5"):
+        written = when(value)
+        assert written is None or (written.isascii() and datetime.fromisoformat(written)), value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 import sqlite_utils
@@ -326,25 +327,65 @@ def test_mirror_search_as_a_process_prints_every_hit_and_loads_no_more_than_it_n
 
 
 def test_search_styles_its_output_only_for_a_colour_terminal(cli, corpus_archive, monkeypatch):
+    """As rich decides it (the output was rich's before `mirror search` wrote it itself)."""
     from mirror.cli._common import TerminalStyle
 
     class Terminal:
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
-    assert TerminalStyle(Terminal())("word", "bold", "yellow") == "\x1b[1;33mword\x1b[0m"
+    assert TerminalStyle(Terminal())("word", "bold", "yellow") == "\x1b[1;33mword\x1b[m"
     assert TerminalStyle(object())("word", "bold") == "word"  # a pipe, a file
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert TerminalStyle(Terminal())("word", "bold") == "word"
+    monkeypatch.setenv("NO_COLOR", "1")  # no colours; bold and dim stay
+    assert TerminalStyle(Terminal())("word", "bold", "yellow") == "\x1b[1mword\x1b[m"
+    assert TerminalStyle(Terminal())("word", "cyan") == "word"
     monkeypatch.delenv("NO_COLOR")
-    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")
     assert TerminalStyle(Terminal())("word", "bold") == "word"
-    monkeypatch.setenv("FORCE_COLOR", "1")  # as rich reads it: colours even into a pipe
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    assert TerminalStyle(object())("word", "bold") == "\x1b[1mword\x1b[m"
+    monkeypatch.delenv("TTY_COMPATIBLE")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    for term in ("dumb", "unknown"):
+        monkeypatch.setenv("TERM", term)
+        assert TerminalStyle(Terminal())("word", "bold") == "word"
+    monkeypatch.setenv("TERM", "xterm")  # FORCE_COLOR: colours even into a pipe
     result = cli("search", "的", "--limit", "3", "--archive", str(corpus_archive))
     assert result.exit_code == 0
-    assert "\x1b[1;33m的\x1b[0m" in result.output  # each match marked
-    assert re.search(r"\x1b\[1m1\. [^\x1b]+\x1b\[0m  \x1b\[2m\(mirror show \d+\)\x1b\[0m", result.output)
+    assert "\x1b[1;33m的\x1b[m" in result.output  # each match marked
+    assert re.search(r"\x1b\[1m1\. [^\x1b\n]+\x1b\[m  \x1b\[2m\(mirror show \d+\)\x1b\[m", result.output)
     assert not re.search("[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]", result.output)  # no control character but ours
+    snippets = result.output.splitlines()[2::4]  # each hit: title, address, snippet, a blank line
+    assert len(snippets) == 3 and all(line.endswith("\x1b[m") for line in snippets)  # every style ended
+
+
+def test_mirror_search_says_when_its_output_cannot_be_written(corpus_archive, tmp_path):
+    """It ends without Python's teardown: an output that could not be written is still an error."""
+    import os
+    import subprocess
+    import sys
+
+    run = lambda *args, **options: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "mirror", "search", "的", *args, "--archive", str(corpus_archive)],
+        cwd=tmp_path, capture_output="stdout" not in options, timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, **options)
+    if Path("/dev/full").exists():  # (Linux) a full disk
+        for options in ((), ("--json",)):
+            with open("/dev/full", "w") as full:
+                result = run(*options, stdout=full, stderr=subprocess.PIPE)
+            assert result.returncode == 120 and b"could not be written" in result.stderr, result.stderr
+    result = run(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert result.returncode == 0 and not result.stderr
+    ascii_only = subprocess.run([sys.executable, "-m", "mirror", "search", "的", "--archive", str(corpus_archive)], cwd=tmp_path,
+                                capture_output=True, timeout=120, env=os.environ | {"PYTHONIOENCODING": "ascii"})
+    assert ascii_only.returncode == 1 and b"PYTHONIOENCODING=utf-8" in ascii_only.stderr and b"Traceback" not in ascii_only.stderr
+
+
+def test_folding_for_snippets_is_the_tables_whatever_else_the_text_holds():
+    """`lower()` is taken where it is exact: a word's last Σ is one place where it is not."""
+    from mirror.search.query import _FOLD, _folded
+
+    for text in ("ΟΔΟΣ", "Η ΟΔΟΣ café", "ΣΑΣ.", "Straße İstanbul", "显存 FlashAttention", "한국어", "\uf900", "ǅ"):
+        assert _folded(text) == text.translate(_FOLD), text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -61,24 +62,36 @@ Sources = Annotated[
 
 
 class TerminalStyle:
-    """Text in SGR styles where `stream` is a colour terminal, as rich decides it (a TTY, no
-    NO_COLOR, TERM not dumb; FORCE_COLOR forces), as it is elsewhere: for output written without
-    rich. The text must hold no control characters (`strip_controls`)."""
+    """Text in SGR styles where `stream` is a terminal that shows them, decided as rich decides
+    it: a TTY, or TTY_COMPATIBLE=1 or FORCE_COLOR (TTY_COMPATIBLE=0: never), TERM neither dumb
+    nor unknown, no colours under NO_COLOR (bold and dim stay). For output written without rich;
+    the text must hold no control characters (`strip_controls`)."""
 
     _SGR = {"bold": "1", "dim": "2", "red": "31", "yellow": "33", "cyan": "36"}
+    _COLOURS = {"red", "yellow", "cyan"}
 
     def __init__(self, stream) -> None:
         import os
 
-        tty = getattr(stream, "isatty", lambda: False)()
-        self.color = bool(os.environ.get("FORCE_COLOR")) or (tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb")
+        environ = os.environ
+        compatible = environ.get("TTY_COMPATIBLE", "")
+        if compatible in ("0", "1"):
+            terminal = compatible == "1"
+        else:
+            terminal = bool(environ.get("FORCE_COLOR")) or bool(getattr(stream, "isatty", lambda: False)())
+        self.styled = terminal and environ.get("TERM", "").lower() not in ("dumb", "unknown")
+        self.coloured = self.styled and not environ.get("NO_COLOR")
 
     def codes(self, *names: str) -> str:
-        """The escape that starts those styles (none: that ends them)."""
-        return f"\x1b[{';'.join(self._SGR[name] for name in names) or '0'}m" if self.color else ""
+        """The escape that starts those styles (none: the one that ends them all)."""
+        if not self.styled:
+            return ""
+        shown = [self._SGR[name] for name in names if self.coloured or name not in self._COLOURS]
+        return f"\x1b[{';'.join(shown)}m" if shown or not names else ""
 
     def __call__(self, text: str, *names: str) -> str:
-        return f"{self.codes(*names)}{text}{self.codes()}" if self.color and text else text
+        start = self.codes(*names)
+        return f"{start}{text}{self.codes()}" if start and text else text
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -96,7 +109,27 @@ def safe(value: object) -> str:
 def print_json(data: object) -> None:
     """JSON on stdout; C1 controls and DEL escaped too (json.dumps leaves them raw)."""
     text = json.dumps(data, ensure_ascii=False, indent=2)
-    print(re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}", text))
+    write_out(re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}", text) + "\n")
+
+
+def write_out(text: str) -> None:
+    """`text` on stdout. A reader that stopped reading (`| head`) had what it wanted; an output
+    that cannot be written (a full disk) is an error (exit 120, as Python's own)."""
+    if sys.stdout is None:  # (started with its output closed)
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # what is left unwritten goes nowhere, not to a second error at exit (Python's advice)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
+    except UnicodeEncodeError:
+        fail(f"the output's encoding ({sys.stdout.encoding}) cannot show this text: set PYTHONIOENCODING=utf-8")
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] the output could not be written: {safe(exc)}")
+        raise typer.Exit(120) from None
 
 
 def read_inventory(sources: list[str] | None) -> Inventory:

@@ -7,6 +7,7 @@ command alone (typer reads every command's options when it builds one: 50 ms for
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -91,12 +92,20 @@ _READERS = {"search", "show"}  # they write nothing, start no thread, and have c
 
 def _end_now(code: int) -> NoReturn:
     """End a command that only read, without Python's teardown: freeing every module it loaded
-    takes 20 ms, a tenth of a `mirror search`."""
+    takes 20 ms, a tenth of a `mirror search`. What it wrote is flushed first; output that
+    cannot be written (a full disk) is an error, as Python's own teardown makes it (exit 120)."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader that stopped reading (`| head`)
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:  # a reader that stopped reading (`| head`): what it wanted, it had
             pass
+        except (OSError, ValueError) as exc:
+            if stream is sys.stdout:
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    sys.stderr.write(f"error: the output could not be written: {exc}\n")
+                    sys.stderr.flush()
+                code = code or 120
     os._exit(code)
 
 

@@ -12,7 +12,7 @@ import typer
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
-from ._common import ArchiveDir, err, fail, open_archive, out, print_json, safe, TerminalStyle
+from ._common import ArchiveDir, err, fail, open_archive, out, print_json, safe, TerminalStyle, write_out
 
 
 def search_command(
@@ -50,12 +50,17 @@ def search_command(
     for n, hit in enumerate(hits, 1):
         match_start, match_end = style.codes("bold", "yellow"), style.codes()
         snippet = strip_controls(hit.as_dict(("\x02", "\x03"))["snippet"], keep="\x02\x03")
-        snippet = snippet.replace("\x02", match_start).replace("\x03", match_end)
+        snippet = snippet.replace("\x02", match_start).replace("\x03", match_end) + match_end  # (a mark the text held, closed)
         rot = "  " + style(f"{str(hit.health).replace('_', ' ')} live: saved copy", "red") if hit.rotted else ""
-        lines.append(style(f"{n}. {strip_controls(hit.title or hit.url)}", "bold") + rot + "  " + style(f"(mirror show {hit.id})", "dim"))
-        lines.append(f"   {style(strip_controls(hit.url), 'cyan')}  {strip_controls(hit.sitename or '')} {strip_controls(readable_date(hit.date))}".rstrip())
+        lines.append(style(f"{n}. {_one_line(hit.title or hit.url)}", "bold") + rot + "  " + style(f"(mirror show {hit.id})", "dim"))
+        lines.append(f"   {style(_one_line(hit.url), 'cyan')}  {_one_line(hit.sitename or '')} {_one_line(readable_date(hit.date))}".rstrip())
         lines.append(f"   {snippet}\n")
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_out("\n".join(lines) + "\n")
+
+
+def _one_line(value: str) -> str:
+    """A stored value on one line, without control characters: a title cannot forge a hit's lines."""
+    return " ".join(strip_controls(value).split())
 
 
 def show(

@@ -303,12 +303,12 @@ _FOLD = _Fold()
 
 
 def _folded(text: str) -> str:
-    """`text` folded by `_FOLD`. Where no character decomposes and each lower-cases to one (most
-    English and Chinese text), that is `lower()`: str.translate calls the table for every
+    """`text` folded by `_FOLD`. Where no character decomposes and each lower-cases to one, alone
+    (most English and Chinese text), that is `lower()`: str.translate calls the table for every
     character, 60 ns each, 10 ms for a long article's text."""
     lowered = text.lower()
-    if len(lowered) == len(text) and (text.isascii() or unicodedata.is_normalized("NFD", text)):
-        return lowered
+    if len(lowered) == len(text) and (text.isascii() or ("Σ" not in text and unicodedata.is_normalized("NFD", text))):
+        return lowered  # (lower() makes a word's last Σ a ς: the table makes every one σ)
     return text.translate(_FOLD)
 
 

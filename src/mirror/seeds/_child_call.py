@@ -61,8 +61,11 @@ class ChildCall:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-        except (OSError, ValueError, pickle.PicklingError):
+        except (OSError, ValueError, pickle.PicklingError, RecursionError):  # (nested past pickle's depth)
             self._process = None
+            if self._arguments is not None:
+                self._arguments.unlink(missing_ok=True)
+                self._arguments = None
         return self
 
     def result(self) -> object | None:

@@ -51,16 +51,13 @@ def _anchors(root) -> tuple[list, dict]:
     anchors: list = []
     nearest: dict = {}
     last = None
-    started: list[tuple] = []  # headings begun and perhaps not ended: (heading, what it holds), innermost last
-    for element in root.iter("a", *_HEADINGS):
-        while started and element not in started[-1][1]:
-            last = started.pop()[0]  # it ended before this element (an outer one after an inner)
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end"), tag=("a", *_HEADINGS)):
         if element.tag == "a":
-            if (element.get("href") or "").strip():
+            if event == "start" and (element.get("href") or "").strip():
                 anchors.append(element)
                 nearest[element] = last
-        else:
-            started.append((element, set(element.iterdescendants("a", *_HEADINGS))))
+        elif event == "end":
+            last = element
     return anchors, nearest
 
 

@@ -28,9 +28,9 @@ _TAG_COLUMNS = ("tags", "tag", "labels")
 _DATE_COLUMNS = ("time_added", "created", "timestamp", "time", "date", "added", "created_at")
 _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
-_UNIX = re.compile(r"(\d{9,11})(\.\d+)?")
+_UNIX = re.compile(r"(\d{9,11})(\.\d+)?")  # (int() reads any digits: the result is written in ASCII)
 # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write; a valid clock, or the slow path decides
-_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) ((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d) ([A-Za-z]+|[+-]\d{4})")
+_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) ((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d) ([A-Za-z]+|[+-]\d{4})", re.ASCII)
 _MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 
@@ -155,6 +155,9 @@ def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
         warn(f"{seed}: not JSON ({exc.msg} at line {exc.lineno}); no links read")
+        return []
+    except (RecursionError, ValueError) as exc:  # nested past Python's depth; a number of 5,000 digits
+        warn(f"{seed}: JSON that cannot be read ({type(exc).__name__}: {str(exc)[:100]}); no links read")
         return []
     if isinstance(items, dict):  # some exports wrap the list
         items = next((v for v in items.values() if isinstance(v, list)), [])
