@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -76,7 +77,7 @@ def main() -> None:
     except SystemExit as exc:
         if exc.code == 130 and command != "fetch":  # (fetch says what it kept)
             err.print("[yellow]interrupted:[/] stopped; nothing half-written was left")
-        if command in _READERS and not _terminated and (exc.code is None or isinstance(exc.code, int)):
+        if command in _READERS and _is_the_process() and not _terminated and (exc.code is None or isinstance(exc.code, int)):
             _end_now(exc.code or 0)
         raise
     finally:
@@ -88,6 +89,12 @@ def main() -> None:
 
 _terminated = False
 _READERS = {"search", "show"}  # they write nothing, start no thread, and have closed the archive
+
+
+def _is_the_process() -> bool:
+    """Whether this is the `mirror` command's own process (`mirror`, `python -m mirror`), not a
+    program that called `main()`: only that one may end without its teardown."""
+    return Path(sys.argv[0]).name in ("mirror", "mirror.exe", "__main__.py") and getattr(sys.modules.get("__main__"), "__package__", None) in ("", None, "mirror")
 
 
 def _end_now(code: int) -> NoReturn:
