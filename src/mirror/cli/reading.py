@@ -1,5 +1,6 @@
 """`mirror search` and `mirror show`: reading the archive, never writing it. `search` starts
-fast: it loads neither the fetcher nor rich for --json."""
+fast: it loads neither the fetcher nor rich (its hits are written as they are, styled only
+for a colour terminal), and both end without Python's teardown (`commands._end_now`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import typer
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
-from ._common import ArchiveDir, err, fail, open_archive, out, print_json, safe, TerminalStyle, write_out
+from ._common import ArchiveDir, TerminalStyle, err, fail, open_archive, out, print_json, safe, write_out
 
 
 def search_command(

@@ -23,7 +23,7 @@ def parse_html(text: str, seed: str) -> list[Link]:
     (a bookmark export of 100,000 links) has its second part read in a child process started
     before this one parses it."""
     data = _closed(text).encode("utf-8")
-    long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES
+    long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
     with ChildCall("mirror.seeds.html", "_fields_for_parent", data) if long else nullcontext() as child:
         root = _root(data)
         if root is None:

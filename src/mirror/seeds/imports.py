@@ -217,6 +217,7 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     started before this one parses it."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
+    # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
     long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") >= TWO_CORES
     with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", data, encoding, seed, base) if long else nullcontext() as child:
         root = _feed_root(data, encoding, seed, warn)
