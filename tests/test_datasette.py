@@ -278,6 +278,8 @@ def test_table_search_past_the_ranked_matches_counts_all_and_facets_the_ranked(d
     data = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
     assert data["count"] is None and data["filtered_table_rows_count"] is None and data["next"] == "1" and len(data["rows"]) == 1
     assert "More than 1 pages match" in get(ds, "/mirror/pages?_search=" + quote("显")).text
+    filtered = get(ds, "/mirror/pages.json?_shape=objects&status=archived&_search=" + quote("显")).json()  # every match walked: exact
+    assert filtered["count"] == 2 and "2 pages match" in get(ds, "/mirror/pages?status=archived&_search=" + quote("显")).text
 
 
 def test_a_table_search_as_the_first_request_renders(archive_dir):

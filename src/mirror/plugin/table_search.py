@@ -190,7 +190,7 @@ def _run(conn, query: str, filters, size: int, offset: int, columns: list[str]) 
         rows = rows[:max(0, _search.RANKED_AT_MOST - offset)]  # this page ends where the newest do
     return {
         "rows": [{c: _value(v) for c, v in zip(columns, r)} for r in rows[:size]],
-        "count": count if count <= COUNTED_AT_MOST else None,
+        "count": count if newest is None or count <= COUNTED_AT_MOST else None,  # (a count walked whole is exact)
         "facets": facets,
         "facets_of_newest": _search.RANKED_AT_MOST if newest is not None else None,
         # past the newest (ranked) matches come the older ones: there are some, as there were more than those
