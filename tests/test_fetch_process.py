@@ -141,6 +141,31 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, web, stop):
 
 
 @pytest.mark.hostile
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_does_not_wait_for_the_extractions_under_way(tmp_path, web, presses):
+    """Pages whose extraction takes seconds each: a Ctrl-C stopped the run only once the workers had
+    finished every extraction queued to them (10 s here for 5 MB pages), and a second Ctrl-C then
+    left it hanging at exit. Their results would not be recorded (the next run recovers the
+    captures): the workers are stopped at once."""
+    paragraph = "<p>" + "A long paragraph of article text about distributed training and memory. " * 20 + "</p>\n"
+    body = ("<html><head><title>Big</title></head><body><article><h1>Big page</h1>" + paragraph * 4000 + "</article></body></html>").encode()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "big.md").write_text("".join(f"- {web.add(f'/big/{i}', body)}\n" for i in range(8)), encoding="utf-8")
+    proc = start_fetch(tmp_path, "--delay", "0", "--browser", "never")
+    warc = tmp_path / "archive" / "warc"
+    assert wait_for(lambda: sum(f.stat().st_size for f in warc.glob("*.warc.gz")) > 0 and all_warc_records(tmp_path / "archive") >= 6, timeout=60)
+    time.sleep(0.5)  # extractions under way, more queued to the workers
+    proc.send_signal(signal.SIGINT)
+    if presses == 2:
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    assert time.monotonic() - start < 6, "waited for the extractions"
+
+
+@pytest.mark.hostile
 def test_second_fetch_on_the_same_archive_refuses(tmp_path, web):
     seed_file(tmp_path, web, 1, seconds=0)
     (tmp_path / "archive").mkdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -51,6 +52,28 @@ class _QuietPool(ProcessPoolExecutor):
             self._interrupted = False
             signal.raise_signal(signal.SIGINT)
         return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """As ProcessPoolExecutor's; a Ctrl-C while it waits for the extractions under way (a
+        second one, the first having stopped the run) stops the workers at once: they were
+        waited for, until each had finished the calls already queued to it (a minute for a few
+        long pages), whatever the user pressed."""
+        try:
+            super().shutdown(wait=wait, cancel_futures=cancel_futures)
+        except KeyboardInterrupt:
+            self.kill_workers()
+            raise
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None:  # stopped (Ctrl-C, an error): what the workers are doing would not be used
+            self.kill_workers()
+        return super().__exit__(kind, exc, tb)
+
+    def kill_workers(self) -> None:
+        """Kill every worker, its extraction with it (Python 3.14 has this method)."""
+        for process in list((self._processes or {}).values()):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.kill()
 
     def _spawn_process(self) -> None:
         if threading.current_thread() is not threading.main_thread():

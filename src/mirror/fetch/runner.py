@@ -125,6 +125,8 @@ class _Run:
         finally:
             await self.stop_tasks()
             self.record_the_network()
+            if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
+                self.pool.kill_workers()
             self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
             await self.client.aclose()
             if finished:  # else the next run checks the files and recovers what they hold
