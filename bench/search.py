@@ -134,35 +134,27 @@ def bounded_against_exhaustive(db_path: Path) -> str:
 
 
 def time_cli(folder: Path, reps: int, *options: str) -> dict[str, list[float]]:
-    """`mirror search` as a user runs it: the installed command, with the bytecode cache a
-    user's Python keeps (this machine's environment may set PYTHONDONTWRITEBYTECODE, which
-    would compile mirror's modules on every start)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    """`mirror search` as a user runs it: the installed command."""
     script = Path(sys.executable).with_name("mirror")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "mirror"]
-    subprocess.run([*command, "search", "x", *options, "--archive", str(folder)], check=True, capture_output=True, env=env)
-    times: dict[str, list[float]] = {}
-    for kind, queries in QUERIES.items():
-        samples = []
-        for i in range(reps):
-            start = time.perf_counter()
-            subprocess.run([*command, "search", queries[i % len(queries)], *options, "--archive", str(folder)],
-                           check=True, capture_output=True, env=env)
-            samples.append(time.perf_counter() - start)
-        times[kind] = samples
-    return times
+    _timed([*command, "search", "x", *options, "--archive", str(folder)])  # (a first run writes the bytecode cache)
+    return {kind: [_timed([*command, "search", queries[i % len(queries)], *options, "--archive", str(folder)]) for i in range(reps)]
+            for kind, queries in QUERIES.items()}
 
 
 def time_typer(reps: int) -> dict[str, list[float]]:
     """The floor of any typer command on this machine at this moment: Python starting and
     importing typer, nothing else."""
+    return {"python -c 'import typer'": [_timed([sys.executable, "-c", "import typer"]) for _ in range(reps)]}
+
+
+def _timed(command: list[str]) -> float:
+    """Seconds a process takes, with the bytecode cache a user's Python keeps (this machine's
+    environment may set PYTHONDONTWRITEBYTECODE, which would compile every module at each start)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import typer"], check=True, capture_output=True, env=env)
-        samples.append(time.perf_counter() - start)
-    return {"python -c 'import typer'": samples}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    return time.perf_counter() - start
 
 
 def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:

@@ -242,7 +242,10 @@ def test_a_lists_export_reads_only_the_files_its_pages_were_written_to(cli, tmp_
 
 def test_the_files_a_writer_filled_before_a_kept_one_are_found():
     """A redirect written just before a rotation is in the file before its capture's."""
-    from mirror.warc.subset import _written_before
+    from mirror.warc.subset import _chain, _writers_files
+
+    def _written_before(name: str, names: list[str]) -> list[str]:  # the files its writer filled before it, newest first
+        return _chain(_writers_files(names), name)
 
     names = ["mirror-20261127100000-41-00001.warc.gz", "mirror-20261127100500-41-00002.warc.gz",
              "mirror-20261127101000-41-00003.warc.gz", "mirror-20261127110000-52-00001.warc.gz",

@@ -32,10 +32,11 @@ async def home_view(datasette, request):
         page = min(max(1, int(request.args.get("page", "1"))), 2**40)  # larger does not fit SQLite
     except ValueError:
         page = 1
-    counts = await _until_written(db, "counts", lambda: _status_counts(db))
+    state = _file_state(db.path) if db.path else None  # (read once: both counts are kept under it)
+    counts = await _until_written(db, state, "counts", lambda: _status_counts(db))
     seeds = [dict(r) for r in await db.execute("select seed, links, read_at from seeds order by seed")]
     where, params = ("where links.seed = ?", [seed]) if seed else ("", [])
-    total = await _until_written(db, f"links of {seed}", lambda: _single(db, f"select count(*) from links {where}", params))
+    total = await _until_written(db, state, f"links of {seed}", lambda: _single(db, f"select count(*) from links {where}", params))
     columns = set(await db.table_columns("pages"))
     # a duplicate's original (archives from before duplicates have no same_as)
     original, original_join = (
@@ -96,8 +97,7 @@ async def home_view(datasette, request):
 _KEPT: dict[tuple, object] = {}
 
 
-async def _until_written(db, what: str, compute):
-    state = _file_state(db.path) if db.path else None
+async def _until_written(db, state: tuple | None, what: str, compute):
     if state is None:
         return await compute()
     key = (db.path, state, what)

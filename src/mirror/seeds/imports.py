@@ -144,7 +144,7 @@ def _fields_of(rows: list[Row]) -> list[tuple]:
         if section.__class__ is not str:  # (a JSON export's folder may be anything)
             section = str(section or "")
         if section not in sections:
-            sections[section] = " ".join(str(section or "").split()) or None
+            sections[section] = " ".join(section.split()) or None
         fields.append((url, href, line, col, " ".join(str(title or "").split()) or None, sections[section], reason, (), tag_list(tags), when(added)))
     return fields
 

@@ -87,11 +87,6 @@ def _writers_files(names: list[str]) -> dict[str, str]:
     return before
 
 
-def _written_before(name: str, names: list[str]) -> list[str]:
-    """The files `name`'s writer filled before it, newest first."""
-    return _chain(_writers_files(names), name)
-
-
 def _chain(before: dict[str, str], name: str) -> list[str]:
     """The files `name`'s writer filled before it, newest first."""
     chain = []
