@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from pathlib import Path
 
 import pytest
 import sqlite_utils
+import typer
 
 from mirror.search import BARRIER, FTS_COLUMNS, ZWSP, bigrams, build_match, desegment, search, segment
 
@@ -324,6 +326,67 @@ def test_mirror_search_as_a_process_prints_every_hit_and_loads_no_more_than_it_n
     reader.stdout.read(10)
     reader.stdout.close()
     assert reader.wait(timeout=120) in (0, 1, -13) and b"Traceback" not in reader.stderr.read()
+
+
+# the command lines `mirror search` reads without typer, and some it must leave to typer
+_USUAL = [["模型"], ["模型", "--json"], ["--json", "模型"], ["x y", "--limit", "5"], ["x", "--limit=5"], ["--limit", " 7 ", "x"],
+          ["x", "--limit", "\u0663"], ["x", "--limit", "1_0"], ["--", "--json"], ["-"], ["x", "--site", "-x"], ["x", "--site="],
+          ["x", "--archive", ""], ["x", "--archive", "{dir}"], ["x", "--archive={dir}"], ["x", "--archive", "{missing}"],
+          ["x", "--section", "s", "--seed", "t", "--site", "u", "--json", "--limit", "1000"], [""]]
+_LEFT_TO_TYPER = [["x", "--limit", "0"], ["x", "--limit", "1001"], ["x", "--limit", "-5"], ["x", "--limit", "five"], ["x", "--limit"],
+                  ["-x"], ["x", "--site", "a", "--site", "b"], ["x", "--json=1"], ["x", "y"], [], ["--help"], ["-h"], ["x", "-h"],
+                  ["x", "--archive", "{file}"], ["x", "--jso"], ["x", "--limit", "5.0"], ["--json"], ["x", "--archive"]]
+
+
+@pytest.mark.parametrize("environ", [{}, {"MIRROR_ARCHIVE": "{dir}"}, {"MIRROR_ARCHIVE": ""}, {"MIRROR_ARCHIVE": "{file}"}])
+def test_mirror_search_reads_its_options_as_typer_does(tmp_path, monkeypatch, environ):
+    """`mirror search` starts without typer (90 ms): what it reads itself it must read exactly
+    as typer would, and whatever typer would refuse it must leave to typer (which says why)."""
+    from mirror.cli.commands import build_app
+    from mirror.cli.searching import OPTIONS, read_options
+
+    command = typer.main.get_command(build_app("search")).commands["search"]
+    assert {name for param in command.params for name in param.opts if name.startswith("--")} == set(OPTIONS)  # none forgotten
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("")
+    places = {"dir": str(tmp_path / "dir"), "file": str(tmp_path / "file"), "missing": str(tmp_path / "missing")}
+    monkeypatch.delenv("MIRROR_ARCHIVE", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value.format(**places))
+    for args in _USUAL + _LEFT_TO_TYPER:
+        args = [arg.format(**places) for arg in args]
+        mine = read_options(args, os.environ)
+        try:
+            theirs = command.make_context("search", list(args)).params
+        except (Exception, SystemExit):  # (click's usage errors, and help's exit)
+            theirs = None
+        if theirs is None:
+            assert mine is None, args
+        elif mine is not None:  # (None: typer reads it, as with an option given twice)
+            assert {**theirs, "archive": Path(theirs["archive"])} == mine, args
+    for args in _USUAL:  # the usual forms are read without typer
+        if environ.get("MIRROR_ARCHIVE") != "{file}" or "--archive" in " ".join(args):
+            assert read_options([arg.format(**places) for arg in args], os.environ) is not None, args
+
+
+def test_mirror_search_without_typer_and_with_it_give_the_same_answers(corpus_archive, tmp_path):
+    """A search read without typer loads no typer; help and a bad option still get typer's answer."""
+    import subprocess
+    import sys
+
+    def run(*args: str):
+        return subprocess.run([sys.executable, "-X", "importtime", "-m", "mirror", "search", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    quick = run("的", "--limit", "3", "--archive", str(corpus_archive))
+    assert quick.returncode == 0 and quick.stdout.count("(mirror show ") == 3
+    assert not {name for name in _imported(quick) if name == "typer" or name.startswith("typer.")}
+    slow = run("的", "--limit", "3", "--limit", "3", "--archive", str(corpus_archive))  # (typer takes the last)
+    assert slow.returncode == 0 and slow.stdout == quick.stdout and "typer" in _imported(slow)
+    assert (missing := run("的", "--archive", str(tmp_path / "none"))).returncode == 1 and "no archive here" in missing.stderr
+    assert (bad := run("的", "--limit", "0", "--archive", str(corpus_archive))).returncode == 2 and "--limit" in bad.stderr
+    assert (shown := run("--help")).returncode == 0 and "--section" in shown.stdout
+    assert (nothing := run("zzqqxx", "--archive", str(corpus_archive))).returncode == 0 and "no saved article matches 'zzqqxx'" in nothing.stderr
 
 
 def test_search_styles_its_output_only_for_a_colour_terminal(cli, corpus_archive, monkeypatch):

@@ -3,16 +3,13 @@ the seeds named on the command line, and opening the archive."""
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
-
-import typer
+from typing import TYPE_CHECKING, NoReturn
 
 from .._util.text import strip_controls
 from ..store.folder import ArchiveError
@@ -45,21 +42,6 @@ class _Console:
 # no emoji codes either: ":x:" in a hostile title or a cookies file's line stays text
 out = _Console(highlight=False, emoji=False)
 err = _Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
-ArchiveDir = Annotated[
-    Path,
-    typer.Option(
-        "--archive",
-        envvar="MIRROR_ARCHIVE",
-        help="Archive folder; the database is DIR/mirror.db.",
-        file_okay=False,
-    ),
-]
-Sources = Annotated[
-    list[str] | None,
-    typer.Argument(help="Seed files, folders or URLs.", show_default="seeds/"),
-]
-
 
 class TerminalStyle:
     """Text in SGR styles where `stream` is a terminal that shows them, decided as rich decides
@@ -96,7 +78,7 @@ class TerminalStyle:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[bold red]error:[/] {safe(message)}")
-    raise typer.Exit(code)
+    raise SystemExit(code)  # (not typer.Exit: `mirror search` runs without typer)
 
 
 def safe(value: object) -> str:
@@ -108,6 +90,8 @@ def safe(value: object) -> str:
 
 def print_json(data: object) -> None:
     """JSON on stdout; C1 controls and DEL escaped too (json.dumps leaves them raw)."""
+    import json
+
     text = json.dumps(data, ensure_ascii=False, indent=2)
     write_out(re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m[0]):04x}", text) + "\n")
 
@@ -124,12 +108,12 @@ def write_out(text: str) -> None:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(0) from None
+        raise SystemExit(0) from None
     except UnicodeEncodeError:
         fail(f"the output's encoding ({sys.stdout.encoding}) cannot show this text: set PYTHONIOENCODING=utf-8")
     except OSError as exc:
         err.print(f"[bold red]error:[/] the output could not be written: {safe(exc)}")
-        raise typer.Exit(120) from None
+        raise SystemExit(120) from None
 
 
 def read_inventory(sources: list[str] | None) -> Inventory:

@@ -1,4 +1,5 @@
-"""The options `mirror fetch` and `mirror check` share: how politely to ask, as whom, and how to report."""
+"""The options commands share: the archive, the seeds and (`mirror fetch`, `mirror check`) how
+politely to ask, as whom, and how to report."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ from typing import Annotated
 
 import typer
 
+ArchiveDir = Annotated[
+    Path,
+    typer.Option(
+        "--archive",
+        envvar="MIRROR_ARCHIVE",
+        help="Archive folder; the database is DIR/mirror.db.",
+        file_okay=False,
+    ),
+]
+Sources = Annotated[
+    list[str] | None,
+    typer.Argument(help="Seed files, folders or URLs.", show_default="seeds/"),
+]
 Concurrency = Annotated[int, typer.Option(min=1, help="Requests in flight overall.")]
 PerHost = Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")]
 Delay = Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import BrowserMode, VersionState
-from ._common import ArchiveDir, err, fail, open_archive, print_json, safe
-from ._options import AllowPrivate, Concurrency, Cookies, Delay, Header, PerHost, Retries, Timeout, UserAgent, Wayback, WaybackApi
+from ._common import err, fail, open_archive, print_json, safe
+from ._options import AllowPrivate, ArchiveDir, Concurrency, Cookies, Delay, Header, PerHost, Retries, Timeout, UserAgent, Wayback, WaybackApi
 
 if TYPE_CHECKING:
     from ..fetch import Summary

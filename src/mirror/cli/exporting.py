@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import ArchiveDir, err, fail, open_archive, safe
+from ._common import err, fail, open_archive, safe
+from ._options import ArchiveDir
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), wacz (for web-archive players).")
 

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import BrowserMode
-from ._common import ArchiveDir, Sources, err, fail, open_archive, print_json, read_inventory, safe
+from ._common import err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     AllowPrivate,
+    ArchiveDir,
     AsJson,
     Backoff,
     BrowserTabs,
@@ -26,6 +27,7 @@ from ._options import (
     HeaderAllHosts,
     PerHost,
     Retries,
+    Sources,
     Timeout,
     TimeoutRetries,
     UserAgent,

@@ -12,7 +12,8 @@ import typer
 from .._enums import PageStatus
 from .._util.text import strip_controls
 from ..store import DB_NAME
-from ._common import ArchiveDir, Sources, err, open_archive, out, print_json, read_inventory, safe
+from ._common import err, open_archive, out, print_json, read_inventory, safe
+from ._options import ArchiveDir, Sources
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from ..store import DB_NAME
-from ._common import ArchiveDir, err, fail, open_archive, safe
+from ._common import err, fail, open_archive, safe
+from ._options import ArchiveDir
 
 
 def serve(
