@@ -198,7 +198,7 @@ def test_a_page_past_the_reach_it_is_given_is_refused(tmp_path, web):
 def test_dates_are_written_in_iso_whatever_digits_they_came_in():
     """A feed's date written with other scripts' digits is read as the standard library reads it:
     what is stored is ISO, in ASCII digits, or nothing."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     from mirror.seeds.imports import when
 
@@ -209,3 +209,6 @@ def test_dates_are_written_in_iso_whatever_digits_they_came_in():
     for value in ("Tue, 05 Mar 2024 0\u0668:00:00 GMT", "Mon, \u0660\u0667 Jan 2024 01:02:03 GMT", "1700000000.5"):
         written = when(value)
         assert written is None or (written.isascii() and datetime.fromisoformat(written)), value
+    for seconds in (0, 59, 60, 3599, 3600, 86399, 86400, 1_700_006_399, 99_999_999_999):  # each clock's digits from their parts
+        expected = datetime.fromtimestamp(seconds, UTC).isoformat()
+        assert when(str(seconds).rjust(9, "0")) == when(seconds if seconds >= 10**8 else str(seconds).rjust(9, "0")) == expected

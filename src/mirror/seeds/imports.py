@@ -33,26 +33,32 @@ _UNIX = re.compile(r"(\d{9,11})(\.\d+)?")  # (int() reads any digits: the result
 _RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) ((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d) ([A-Za-z]+|[+-]\d{4})", re.ASCII)
 _MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
+_TWO = tuple(f"{n:02d}" for n in range(60))
 
 
 def when(value: object) -> str | None:
     """A saved-at time as ISO: Unix seconds (Pocket, Instapaper), ISO (Pinboard, Raindrop) or RFC 822 (RSS)."""
-    text = str(value or "").strip()
+    text = value.strip() if value.__class__ is str else str(value or "").strip()
     return _when(text) if text else None
 
 
-@functools.lru_cache(maxsize=4096)  # exports repeat their dates (a feed's day, an import's second)
 def _when(text: str) -> str | None:
     # the two shapes of 100,000-line exports are written from their parts: a day's date is
-    # worked out once (`_day`), a clock copied (datetime and strftime cost as much as the rest of a link)
+    # worked out once (`_day`), a clock from ready two-digit strings (datetime, strftime and
+    # even an f-string's `:02d` cost as much as the rest of a link)
     if unix := _UNIX.fullmatch(text):
         days, seconds = divmod(int(unix[1]), 86400)
         day = _day_of_epoch(days)
-        return f"{day}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}+00:00" if day else None
+        return f"{day}T{_TWO[seconds // 3600]}:{_TWO[seconds // 60 % 60]}:{_TWO[seconds % 60]}+00:00" if day else None
     if rfc := _RFC822.fullmatch(text):
         number, month, year, clock, zone = rfc.groups()
         if zone.upper() in ("GMT", "UT", "UTC", "Z", "+0000") and (day := _day(int(year), _MONTHS.get(month.title(), 0), int(number))):
             return f"{day}T{clock}+00:00"
+    return _parsed_when(text)
+
+
+@functools.lru_cache(maxsize=4096)  # exports repeat their dates (a feed's day, an import's second)
+def _parsed_when(text: str) -> str | None:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat(timespec="seconds")
     except ValueError:
