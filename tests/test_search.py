@@ -364,6 +364,8 @@ def test_mirror_search_reads_its_options_as_typer_does(tmp_path, monkeypatch, en
             assert mine is None, args
         elif mine is not None:  # (None: typer reads it, as with an option given twice)
             assert {**theirs, "archive": Path(theirs["archive"])} == mine, args
+    assert read_options(["x"], {"_MIRROR_COMPLETE": "bash_complete"}) is None  # (click's shell completion)
+    assert read_options(["x", "--archive", "y" * 300], {}) is not None  # a name too long: the archive's opening says so
     for args in _USUAL:  # the usual forms are read without typer
         if environ.get("MIRROR_ARCHIVE") != "{file}" or "--archive" in " ".join(args):
             assert read_options([arg.format(**places) for arg in args], os.environ) is not None, args
@@ -387,6 +389,42 @@ def test_mirror_search_without_typer_and_with_it_give_the_same_answers(corpus_ar
     assert (bad := run("的", "--limit", "0", "--archive", str(corpus_archive))).returncode == 2 and "--limit" in bad.stderr
     assert (shown := run("--help")).returncode == 0 and "--section" in shown.stdout
     assert (nothing := run("zzqqxx", "--archive", str(corpus_archive))).returncode == 0 and "no saved article matches 'zzqqxx'" in nothing.stderr
+    too_long = run("x", "--archive", "y" * 300)
+    assert too_long.returncode == 1 and "cannot use the archive" in too_long.stderr and "Traceback" not in too_long.stderr
+
+
+def test_a_search_stopped_by_ctrl_c_ends_as_interrupted_not_as_timed_out(corpus_archive, monkeypatch, capsys):
+    """sqlite3 swallows an exception raised in its progress handler: a Ctrl-C during the query
+    read as the search's time limit (exit 2, "use fewer words"). It ends as typer ends one: 130."""
+    import signal
+    import sys
+
+    from mirror.cli import entry
+    from mirror.search import query
+
+    class Clock:
+        calls = 0
+
+        def monotonic(self) -> float:
+            Clock.calls += 1
+            if Clock.calls == 2:  # (the first reading sets the deadline; the second is SQLite's first look)
+                raise KeyboardInterrupt
+            return 0.0
+
+    monkeypatch.setattr(query, "time", Clock())
+    monkeypatch.setattr(query, "_CHECK_EVERY", 1)
+    with pytest.raises(KeyboardInterrupt):
+        search(sqlite_utils.Database(corpus_archive / "mirror.db"), "的 OR the OR a", limit=1000)
+    assert Clock.calls == 2
+    Clock.calls = 0
+    monkeypatch.setattr(sys, "argv", ["mirror-under-test", "search", "的 OR the OR a", "--limit", "1000", "--archive", str(corpus_archive)])
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            entry.main()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stopped.value.code == 130 and "interrupted" in capsys.readouterr().err
 
 
 def test_search_styles_its_output_only_for_a_colour_terminal(cli, corpus_archive, monkeypatch):
@@ -439,6 +477,12 @@ def test_mirror_search_says_when_its_output_cannot_be_written(corpus_archive, tm
             with open("/dev/full", "w") as full:
                 result = run(*options, stdout=full, stderr=subprocess.PIPE)
             assert result.returncode == 120 and b"could not be written" in result.stderr, result.stderr
+    if Path("/dev/full").exists():  # `mirror show` too (rich writes it)
+        page = str(next(sqlite_utils.Database(corpus_archive / "mirror.db").query("select id from pages where text != '' limit 1"))["id"])
+        with open("/dev/full", "w") as full:
+            shown = subprocess.run([sys.executable, "-m", "mirror", "show", page, "--archive", str(corpus_archive)],
+                                   cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, timeout=120)
+        assert shown.returncode == 120 and b"could not be written" in shown.stderr and b"Traceback" not in shown.stderr, shown.stderr[-500:]
     result = run(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert result.returncode == 0 and not result.stderr
     ascii_only = subprocess.run([sys.executable, "-m", "mirror", "search", "的", "--archive", str(corpus_archive)], cwd=tmp_path,

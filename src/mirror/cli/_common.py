@@ -97,13 +97,20 @@ def print_json(data: object) -> None:
 
 
 def write_out(text: str) -> None:
-    """`text` on stdout. A reader that stopped reading (`| head`) had what it wanted; an output
-    that cannot be written (a full disk) is an error (exit 120, as Python's own)."""
+    """`text` on stdout (see `stdout_errors`)."""
     if sys.stdout is None:  # (started with its output closed)
         return
-    try:
+    with stdout_errors():
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+@contextmanager
+def stdout_errors() -> Iterator[None]:
+    """Around writing on stdout: a reader that stopped reading (`| head`) had what it wanted; an
+    output that cannot be written (a full disk) is an error (exit 120, as Python's own)."""
+    try:
+        yield
     except BrokenPipeError:  # what is left unwritten goes nowhere, not to a second error at exit (Python's advice)
         import os
 

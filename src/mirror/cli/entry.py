@@ -91,12 +91,11 @@ def _search_options() -> dict[str, object] | None:
 
 
 def _search(options: dict[str, object]) -> NoReturn:
-    """`mirror search` run as typer runs it: an interrupted search ends as click ends one."""
+    """`mirror search` run as typer runs it: an interrupted search ends with 130, as typer ends one."""
     from .searching import search
 
     try:
         search(**options)
     except KeyboardInterrupt:
-        sys.stderr.write("\nAborted!\n")
-        raise SystemExit(1) from None
+        raise SystemExit(130) from None
     raise SystemExit(0)

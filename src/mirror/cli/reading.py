@@ -13,7 +13,7 @@ import typer
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
-from ._common import fail, open_archive, out, safe
+from ._common import fail, open_archive, out, safe, stdout_errors
 from ._options import ArchiveDir
 
 
@@ -50,20 +50,21 @@ def show(
         if row is None:
             fail(f"{page}: no such page in {archive / DB_NAME}", code=1)
         origins = queries.origins(store.db, row["url"])
-    out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
-    facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
-             ("date", readable_date(row["date"])), ("language", row["language"]), ("captured", readable_date(row["fetched_at"])),
-             ("error", row["error_message"]), ("same article as", row.get("same_as"))]
-    for name, value in facts:
-        if value:
-            out.print(f"[dim]{name}:[/] {safe(value)}")
-    for origin in origins:
-        where = f"{origin['seed']}:{origin['line']}" + (f" ({origin['section']})" if origin["section"] else "")
-        out.print(f"[dim]from:[/] {safe(where)}")
-    out.print()
-    if row["markdown"]:
-        out.print(Markdown(strip_controls(row["markdown"])))
-    elif row["description"]:
-        out.print(safe(row["description"]))
-    else:
-        out.print("[dim](no article text saved for this page)[/]")
+    with stdout_errors():  # (rich writes it: a full disk is an error, a closed pipe the reader's choice)
+        out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
+        facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
+                 ("date", readable_date(row["date"])), ("language", row["language"]), ("captured", readable_date(row["fetched_at"])),
+                 ("error", row["error_message"]), ("same article as", row.get("same_as"))]
+        for name, value in facts:
+            if value:
+                out.print(f"[dim]{name}:[/] {safe(value)}")
+        for origin in origins:
+            where = f"{origin['seed']}:{origin['line']}" + (f" ({origin['section']})" if origin["section"] else "")
+            out.print(f"[dim]from:[/] {safe(where)}")
+        out.print()
+        if row["markdown"]:
+            out.print(Markdown(strip_controls(row["markdown"])))
+        elif row["description"]:
+            out.print(safe(row["description"]))
+        else:
+            out.print("[dim](no article text saved for this page)[/]")

@@ -8,6 +8,8 @@ reading of every form this one accepts."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,6 +33,8 @@ ARCHIVE_ENV = "MIRROR_ARCHIVE"
 def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, object] | None:
     """`search`'s parameters from the arguments after `search`, as typer reads them, or None
     where typer should read them (and say what is wrong with them, if anything is)."""
+    if any(name.startswith("_") and name.endswith("_COMPLETE") for name in environ):
+        return None  # click's shell-completion request: typer answers it
     given: dict[str, object] = {}
     words: list[str] = []
     rest = iter(args)
@@ -55,8 +59,11 @@ def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, o
     if len(words) != 1:
         return None
     archive = given["archive"] if "archive" in given else environ.get(ARCHIVE_ENV) or "archive"  # ("" is the folder here)
-    if Path(archive).exists() and not Path(archive).is_dir():
-        return None  # typer says the folder is a file
+    try:
+        if stat.S_ISREG(os.stat(archive).st_mode):
+            return None  # typer says the folder is a file
+    except OSError:  # (missing, unreadable, a name too long: as typer, the archive's opening says so)
+        pass
     try:
         limit = int(given.get("limit", 20))
     except ValueError:

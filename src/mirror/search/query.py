@@ -26,6 +26,7 @@ WEIGHTS = (10.0, 1.0, 2.0, 2.0, 10.0, 1.0)  # bm25: title above body
 # only the most recently added this many are ranked, so that no search costs more than ~30 ms
 # whatever the archive's size. With a filter (site, seed, section), every match is ranked.
 RANKED_AT_MOST = 5000
+_CHECK_EVERY = 2000  # SQLite steps between two looks at the clock
 _MARK_START, _MARK_END = "\x02", "\x03"
 
 
@@ -182,12 +183,24 @@ def _health(conn: sqlite3.Connection) -> str:
 
 @contextmanager
 def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
-    """Interrupt SQLite once `seconds` have passed (the handler runs every few thousand steps)."""
+    """Interrupt SQLite once `seconds` have passed (the handler runs every few thousand steps);
+    a Ctrl-C meanwhile stays a KeyboardInterrupt."""
     end = time.monotonic() + seconds
-    conn.set_progress_handler(lambda: time.monotonic() > end, 2000)
+    pressed = []
+
+    def past() -> bool:
+        try:
+            return time.monotonic() > end
+        except KeyboardInterrupt:  # (sqlite3 would swallow it, and the search read as timed out)
+            pressed.append(True)
+            return True
+
+    conn.set_progress_handler(past, _CHECK_EVERY)
     try:
         yield
     except sqlite3.OperationalError as exc:
+        if pressed:  # (whatever SQLite made of it: "interrupted", "vtable constructor failed")
+            raise KeyboardInterrupt from None
         if "interrupt" not in str(exc).lower():
             raise
         raise SearchTimeout(
