@@ -257,6 +257,21 @@ def test_html_page_links_use_headings(tmp_path):
     assert "e-mail" in inv.links[1].skip_reason
 
 
+def test_html_links_take_the_heading_that_ended_before_them_whichever_walk_finds_it():
+    """Where no heading holds a link or another heading, the last heading started is the last
+    ended (one event an element); where one does, the walk of starts and ends decides."""
+    from mirror.seeds.html import parse_html
+
+    def sections(body: str) -> list[tuple[str, str | None]]:
+        return [(link.url, link.section) for link in parse_html(f"<html><body>{body}</body></html>", "s")]
+
+    one, two = "<a href='https://e.com/1'>1</a>", "<p><a href='https://e.com/2'>2</a></p>"
+    assert sections(f"{one}<h2>A</h2>{one}<h3>B</h3>{two}") == [("https://e.com/1", None), ("https://e.com/1", "A"), ("https://e.com/2", "B")]
+    assert sections(f"<h2>A</h2>{one}<h3>B <a href='https://e.com/in'>in</a></h3>{two}") == [
+        ("https://e.com/1", "A"), ("https://e.com/in", "A"), ("https://e.com/2", "B in")]
+    assert sections(f"<div><h2>A <span><h4>C</h4></span> D</h2></div>{two}") == [("https://e.com/2", "A C D")]  # (not C: it ended first)
+
+
 @pytest.mark.hostile
 def test_unfetchable_schemes_in_text_are_listed_as_skipped():
     text = "local: file:///etc/passwd\nold: ftp://ftp.example.com/pub/x.tar\ninline data:text/html,<b>hi</b>\n"
