@@ -11,7 +11,10 @@ HTML and CSV, Raindrop's and Instapaper's CSV, Pinboard's JSON, RSS, Atom, OPML.
     python bench/seeds.py --links 100000 --repeat 3 --record
 
 Each is parsed (`read_seeds`) and recorded (`Archive.record_inventory`) into a
-new archive in process; the wall and CPU time of each step are printed. The
+new archive in process; the wall and CPU time of each step are printed. With --repeat N,
+every shape runs once a round, N rounds, and each export's total is compared with the
+reading list's of the same round (the median ratio is reported): this machine's speed drifts
+by a fifth between minutes, more than the differences measured. The
 record uses two cores (a second thread inserts the rows): on a shared machine
 neither time means much, so the target, 30 s wall, is checked on a quiet one.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -91,28 +95,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=1_000_000)
     parser.add_argument("--shape", choices=list(shapes(0)), action="append")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each shape: the best is reported, with the spread")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every shape: the best is reported, with the spread, and each round against the reading list")
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
-    rows = []
-    for name, (file_name, text) in shapes(args.links).items():
-        if args.shape and name not in args.shape:
-            continue
-        runs = []
-        for _ in range(args.repeat):
+    chosen = {name: shape for name, shape in shapes(args.links).items() if not args.shape or name in args.shape}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in chosen}
+    counts: dict[str, int] = {}
+    for _ in range(args.repeat):  # round by round, so that the machine's drift falls on every shape alike
+        for name, (file_name, text) in chosen.items():
             links, pages, (wall, cpu), (parse_wall, parse_cpu) = run_once(file_name, text)
-            runs.append((wall, cpu, parse_wall, parse_cpu))
+            runs[name].append((wall, cpu, parse_wall, parse_cpu))
+            counts[name] = links
             print(
                 f"{name:13} {links:>9} links  parse {parse_wall:6.2f} s  record {wall - parse_wall:6.2f} s  "
                 f"total {wall:6.2f} s wall, {cpu:6.2f} s CPU  ({pages} pages)",
                 flush=True,
             )
-        wall, cpu, parse_wall, parse_cpu = min(runs)
-        spread = f", {len(runs)} runs: {min(r[0] for r in runs):.1f}-{max(r[0] for r in runs):.1f} s wall" if len(runs) > 1 else ""
+    rows = []
+    baseline = runs.get("reading-list")
+    for name, shape_runs in runs.items():
+        wall, cpu, parse_wall, parse_cpu = min(shape_runs)
+        spread = f", {len(shape_runs)} runs: {min(r[0] for r in shape_runs):.1f}-{max(r[0] for r in shape_runs):.1f} s wall" if len(shape_runs) > 1 else ""
+        against = ""
+        if baseline and name != "reading-list":  # each round's total against the reading list's in the same round
+            ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(shape_runs, baseline, strict=True))
+            against = f"; {statistics.median(ratios):.2f}x the reading list (median of {len(ratios)} rounds, {ratios[0]:.2f}-{ratios[-1]:.2f})"
         rows.append((
-            f"{name}, {links:,} links",
+            f"{name}, {counts[name]:,} links",
             f"total {wall:.1f} s wall / {cpu:.1f} s CPU (parse {parse_wall:.1f} / {parse_cpu:.1f}, "
-            f"record {wall - parse_wall:.1f} / {cpu - parse_cpu:.1f}){spread}",
+            f"record {wall - parse_wall:.1f} / {cpu - parse_cpu:.1f}){spread}{against}",
         ))
     report("seeds", rows, args.record)
 

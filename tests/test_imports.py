@@ -106,11 +106,16 @@ def test_each_export_is_read_with_what_it_says_of_a_link(cli, tmp_path, name, co
     ("wrong.csv", "name,size\na,1\n", "wrong.csv: a CSV without a url column"),
     ("deep.json", "[" * 5000 + "]" * 5000, "deep.json: JSON that cannot be read (RecursionError"),
     ("big.json", '[{"href": "https://a.example/", "time": ' + "9" * 5000 + "}]", "big.json: JSON that cannot be read (ValueError"),
+    # a field past the csv module's limit (128 KiB): in the header no links, in a row that row alone
+    ("wide.csv", "url," + "x" * 200_000 + "\nhttps://a.example/,t\n", "wide.csv: line 1: field larger than field limit"),
+    ("long.csv", "url,title\nhttps://a.example/," + "y" * 200_000 + "\nhttps://b.example/,t\n", "long.csv: line 2: field larger than field limit"),
 ])
 def test_bad_rows_are_reported_with_their_line_never_a_traceback(cli, tmp_path, name, content, said):
     (tmp_path / name).write_text(content, encoding="utf-8")
     result = cli("links", name, "--json")
     assert result.exit_code == 0 and said in result.stderr and "Traceback" not in result.output
+    if name == "long.csv":  # (the line after it is read)
+        assert [link["url"] for link in links_json(result)] == ["https://b.example/"]
 
 
 def test_imported_links_are_recorded_with_their_tags_and_dates(cli, tmp_path):

@@ -3,6 +3,7 @@ exactly those of one pass, and a child that fails or is left behind costs nothin
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -113,6 +114,8 @@ def _exports() -> list[tuple[str, str]]:
         ("blog.atom", '<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Blog</title>'
             + "".join(ATOM_ENTRIES.format(i=i, d=1 + i % 9) for i in range(30)) + "</feed>"),
         ("pocket.csv", "title,url,time_added,tags,status\n" + "".join(f"第 {i} 篇,https://example.com/p/{i},{1_700_000_000 + i},a|b,unread\n" for i in range(40))),
+        ("pinboard.json", json.dumps([{"href": f"https://example.com/b/{i}" if i % 7 else "", "description": f"第 {i} 篇", "tags": "gpu 注意力",
+                                       "time": f"2023-01-0{1 + i % 9}T03:04:05Z", **({"folder": "读"} if i % 2 else {})} for i in range(40)])),
     ]
 
 

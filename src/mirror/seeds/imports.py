@@ -157,6 +157,38 @@ def _fields_of(rows: list[Row]) -> list[tuple]:
 
 def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
     """Pinboard's JSON export: a list of {href, description, extended, tags, time}."""
+    return _on_two_cores("json", text, seed, warn)
+
+
+def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
+    """Pocket's (title,url,time_added,tags,status), Raindrop's (id,title,note,excerpt,url,folder,
+    tags,created,...) and Instapaper's (URL,Title,Selection,Folder,Timestamp) CSV, or any CSV with
+    a URL column; a line without a URL, or that cannot be read, is reported."""
+    return _on_two_cores("csv", text, seed, warn)
+
+
+def _on_two_cores(kind: str, text: str, seed: str, warn: Warn) -> list[Link]:
+    """An export's links. A long one's child process starts at once and reads the export too (the
+    C parsers take a fraction of the time), then makes links of the rows past the parent's share:
+    started after the parse, as a reading list's rows would be, it waited for it."""
+    long = text.count(_ROW_MARK[kind]) >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
+    with ChildCall("mirror.seeds.imports", "_export_fields_for_parent", kind, text) if long else nullcontext() as child:
+        rows = _ROWS_OF[kind](text, seed, warn)
+        if child is None or len(rows) < TWO_CORES:
+            return links_of(rows, seed)
+        half = parents_share(len(rows))
+        links = as_links(_fields_of(rows[:half]), seed)
+        answer = child.result()
+    return links + as_links(answer if _whole(answer, len(rows) - half) else _fields_of(rows[half:]), seed)
+
+
+def _export_fields_for_parent(kind: str, text: str) -> list[tuple]:
+    """(In the child process.) The Link fields of the export's rows past the parent's share."""
+    rows = _ROWS_OF[kind](text, "", lambda warning: None)
+    return _fields_of(rows[parents_share(len(rows)):])
+
+
+def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
     try:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -179,7 +211,7 @@ def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
             continue
         get = item.get
         rows.append((href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
-    return links_of(rows, seed)
+    return rows
 
 
 @functools.lru_cache(maxsize=256)  # an export's items share a few shapes
@@ -188,31 +220,49 @@ def _keys(item: tuple) -> tuple[str, str, str, str]:
     return tuple(_first(item, names) for names in (_URL_COLUMNS, _TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS))
 
 
-def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
-    """Pocket's (title,url,time_added,tags,status), Raindrop's (id,title,note,excerpt,url,folder,
-    tags,created,...) and Instapaper's (URL,Title,Selection,Folder,Timestamp) CSV, or any CSV with
-    a URL column; a line without a URL is reported."""
-    reader = csv.DictReader(io.StringIO(text))
-    columns = {name.strip().lower(): name for name in reader.fieldnames or []}
-    url_column = next((columns[c] for c in _URL_COLUMNS if c in columns), None)
-    if url_column is None:
+def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
+    """The rows of a CSV, columns found by their header's names (the last of two alike, as
+    `csv.DictReader` reads them); a line that cannot be read (a field past the csv module's
+    limit) is reported and skipped."""
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader, None) or []
+    except csv.Error as exc:
+        warn(f"{seed}: line {reader.line_num}: {exc}; no links read")
+        return []
+    index = {name: number for number, name in enumerate(header)}
+    columns = {name.strip().lower(): index[name] for name in header}
+    url = next((columns[c] for c in _URL_COLUMNS if c in columns), None)
+    if url is None:
         warn(f"{seed}: a CSV without a url column (it has: {', '.join(list(columns)[:10]) or 'nothing'}); no links read")
         return []
-    pick = {kind: next((columns[c] for c in names if c in columns), None)
-            for kind, names in (("title", _TITLE_COLUMNS), ("tags", _TAG_COLUMNS), ("added", _DATE_COLUMNS), ("section", _SECTION_COLUMNS))}
+    title, tags, added, section = (next((columns[c] for c in names if c in columns), None)
+                                   for names in (_TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS, _SECTION_COLUMNS))
     rows: list[Row] = []
-    try:
-        for row in reader:
-            line = reader.line_num
-            href = (row.get(url_column) or "").strip()
-            if not href:
-                warn(f"{seed}: line {line} has no URL; skipped")
-                continue
-            value = lambda kind: row.get(pick[kind]) if pick[kind] else None  # noqa: E731
-            rows.append((href, line, 1, value("title"), value("section"), value("tags"), value("added")))
-    except csv.Error as exc:
-        warn(f"{seed}: line {reader.line_num}: {exc}; the rest is not read")
-    return links_of(rows, seed)
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            warn(f"{seed}: line {reader.line_num}: {exc}; skipped")
+            continue
+        if not values:  # (a blank line, as DictReader skips it)
+            continue
+        width = len(values)
+        href = values[url].strip() if url < width else ""
+        if not href:
+            warn(f"{seed}: line {reader.line_num} has no URL; skipped")
+            continue
+        rows.append((href, reader.line_num, 1, values[title] if title is not None and title < width else None,
+                     values[section] if section is not None and section < width else None,
+                     values[tags] if tags is not None and tags < width else None,
+                     values[added] if added is not None and added < width else None))
+    return rows
+
+
+_ROWS_OF = {"csv": _csv_rows, "json": _json_rows}
+_ROW_MARK = {"csv": "\n", "json": "{"}  # what each row of a long export holds once at least
 
 
 def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None) -> list[Link]:
