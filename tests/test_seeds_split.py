@@ -151,3 +151,22 @@ def test_an_export_on_two_cores_gives_exactly_what_one_pass_gives(monkeypatch, t
     assert two_cores.links == one_pass.links and len(one_pass.links) >= 20
     assert two_cores.warnings == one_pass.warnings
     assert any(link.section for link in one_pass.links)
+
+
+def test_a_ctrl_c_while_a_child_call_starts_leaves_no_file_behind(monkeypatch, tmp_path):
+    """Its arguments (a whole export) are written to a temporary file before the child starts."""
+    import tempfile
+
+    from mirror.seeds import _child_call
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_child_call.pickle, "dump", pressed)
+    with pytest.raises(KeyboardInterrupt):
+        with ChildCall("mirror.seeds.imports", "_fields_of", []):
+            pass
+    assert not list(tmp_path.iterdir())
+

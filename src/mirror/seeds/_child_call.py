@@ -66,6 +66,9 @@ class ChildCall:
             if self._arguments is not None:
                 self._arguments.unlink(missing_ok=True)
                 self._arguments = None
+        except BaseException:  # a Ctrl-C while the arguments are written (an export's size): nothing left behind
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def result(self) -> object | None:

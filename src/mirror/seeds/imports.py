@@ -179,7 +179,14 @@ def _on_two_cores(kind: str, text: str, seed: str, warn: Warn) -> list[Link]:
         half = parents_share(len(rows))
         links = as_links(_fields_of(rows[:half]), seed)
         answer = child.result()
-    return links + as_links(answer if _whole(answer, len(rows) - half) else _fields_of(rows[half:]), seed)
+    return links + as_links(answer if _same_rows(answer, rows[half:]) else _fields_of(rows[half:]), seed)
+
+
+def _same_rows(answer: object, rows: list[Row]) -> bool:
+    """Whether a child's answer is the fields of exactly these rows, each URL as written on its
+    line (a child that read the export otherwise, its rows shifted, is not taken at its word)."""
+    return _whole(answer, len(rows)) and all(
+        fields[1] == row[0] and fields[2] == row[1] for fields, row in zip(answer, rows, strict=True))
 
 
 def _export_fields_for_parent(kind: str, text: str) -> list[tuple]:
@@ -222,9 +229,20 @@ def _keys(item: tuple) -> tuple[str, str, str, str]:
 
 def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
     """The rows of a CSV, columns found by their header's names (the last of two alike, as
-    `csv.DictReader` reads them); a line that cannot be read (a field past the csv module's
-    limit) is reported and skipped."""
-    reader = csv.reader(io.StringIO(text))
+    `csv.DictReader` reads them). A field may be as long as the file (the csv module's own limit
+    is 128 KiB, and process-wide: the caller's is put back); a line that cannot be read ends the
+    reading there, reported (read on, a quoted field's lines would be taken for rows)."""
+    limit = csv.field_size_limit(_FIELD_LIMIT)  # (the same in the child process, whatever the caller set)
+    try:
+        return _csv_rows_read(csv.reader(io.StringIO(text)), seed, warn)
+    finally:
+        csv.field_size_limit(limit)
+
+
+_FIELD_LIMIT = 2**31 - 1  # (the largest a C long takes everywhere)
+
+
+def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
     try:
         header = next(reader, None) or []
     except csv.Error as exc:
@@ -245,8 +263,8 @@ def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
         except StopIteration:
             break
         except csv.Error as exc:
-            warn(f"{seed}: line {reader.line_num}: {exc}; skipped")
-            continue
+            warn(f"{seed}: line {reader.line_num}: {exc}; the rest is not read")
+            break
         if not values:  # (a blank line, as DictReader skips it)
             continue
         width = len(values)
