@@ -348,16 +348,18 @@ def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str |
     """The rows of `entries` (the feed's from number `first`, counting from 0)."""
     channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
     section = _child_text(channel, "title")
+    tag_elements, date_elements = _TAG_ELEMENTS, _DATE_ELEMENTS
     for number, entry in enumerate(entries, first + 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
         for child in entry:
-            tag = child.tag
-            if not isinstance(tag, str):
+            name = child.tag
+            if name.__class__ is not str:  # (a comment's or instruction's tag is a function)
                 continue
-            name = tag.rpartition("}")[2]
+            if "}" in name:
+                name = name.rpartition("}")[2]
             text = child.text  # (lxml makes a new string at each reading)
-            if name in _TAG_ELEMENTS:
+            if name in tag_elements:
                 tags.append(child.get("term") or text or "")
             elif name == "link" and href is None and (written := child.get("href")) and child.get("rel", "alternate") == "alternate":
                 href = written
@@ -367,7 +369,11 @@ def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str |
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        added = next((texts[name] for name in _DATE_ELEMENTS if name in texts), None)
+        added = None
+        for name in date_elements:
+            if name in texts:
+                added = texts[name]
+                break
         yield _joined(base, href.strip()), entry.sourceline or 0, number, texts.get("title"), section, tags, added
 
 
