@@ -43,6 +43,8 @@ class _Console:
 out = _Console(highlight=False, emoji=False)
 err = _Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
+ARCHIVE_ENV = "MIRROR_ARCHIVE"  # the archive folder when no --archive is given (`_options.ArchiveDir`)
+
 class TerminalStyle:
     """Text in SGR styles where `stream` is a terminal that shows them, decided as rich decides
     it: a TTY, or TTY_COMPATIBLE=1 or FORCE_COLOR (TTY_COMPATIBLE=0: never), TERM neither dumb

@@ -8,11 +8,13 @@ from typing import Annotated
 
 import typer
 
+from ._common import ARCHIVE_ENV
+
 ArchiveDir = Annotated[
     Path,
     typer.Option(
         "--archive",
-        envvar="MIRROR_ARCHIVE",
+        envvar=ARCHIVE_ENV,
         help="Archive folder; the database is DIR/mirror.db.",
         file_okay=False,
     ),

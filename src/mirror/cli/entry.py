@@ -54,7 +54,7 @@ def _is_the_process() -> bool:
 
 def _end_now(code: int) -> NoReturn:
     """End a command that only read, without Python's teardown: freeing every module it loaded
-    takes 20 ms, a tenth of a `mirror search`. What it wrote is flushed first; output that
+    takes 20 ms, a fifth of a `mirror search`. What it wrote is flushed first; output that
     cannot be written (a full disk) is an error, as Python's own teardown makes it (exit 120)."""
     for stream in (sys.stdout, sys.stderr):
         try:

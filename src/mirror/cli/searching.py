@@ -1,7 +1,7 @@
 """`mirror search` without typer: the search and its output (`search`), and its options read
 from the command line in the forms a person types (`read_options`), so that `mirror search`
-starts without importing typer (90 ms of a search's 150 here; typer's own count of every
-command's options is `reading.search_command`, which calls `search` too). Whatever
+starts without importing typer (90 ms of a search's 150 here; the options as typer declares
+them, for its help and its errors, are `reading.search_command`'s, which calls `search` too). Whatever
 `read_options` is not sure of (help, an unknown or repeated option, a value out of range) it
 leaves to typer, which parses it again and says what is wrong; a test holds the two to the same
 reading of every form this one accepts."""
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
-from ._common import TerminalStyle, fail, open_archive, print_json, write_out
+from ._common import ARCHIVE_ENV, TerminalStyle, fail, open_archive, print_json, write_out
 
-# option -> (parameter, takes a value); `--archive` also comes from MIRROR_ARCHIVE
+# option -> (parameter, takes a value); `--archive` also comes from ARCHIVE_ENV
 OPTIONS = {
     "--archive": ("archive", True),
     "--limit": ("limit", True),
@@ -27,8 +27,6 @@ OPTIONS = {
     "--seed": ("seed", True),
     "--section": ("section", True),
 }
-ARCHIVE_ENV = "MIRROR_ARCHIVE"
-
 
 def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, object] | None:
     """`search`'s parameters from the arguments after `search`, as typer reads them, or None

@@ -89,18 +89,14 @@ def _rows(root, anchors: list, headings: dict, start: int, stop: int) -> list[Ro
     for anchor in anchors[:start]:
         line = anchor.sourceline or 0
         per_line[line] = per_line.get(line, 0) + 1
-    named: dict = {None: None}  # heading -> its text, read once however many links follow it
+    named: dict = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
     rows: list[Row] = []
     for anchor in anchors[start:stop]:
         line = anchor.sourceline or 0
         per_line[line] = column = per_line.get(line, 0) + 1
         title = (anchor.text or "") if len(anchor) == 0 else _text(anchor)  # (no child: its text is all of it)
-        heading = headings[anchor]
-        if folders or heading not in named:
-            section = _section(anchor, heading, named, folders)
-        else:  # (a heading's text, read once however many links follow it)
-            section = named[heading]
+        section = _section(anchor, headings[anchor], named, folders)
         get = anchor.get  # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
         rows.append(((get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date")))
     return rows
