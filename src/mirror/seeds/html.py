@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from contextlib import nullcontext
-
+from collections.abc import Iterator
 import lxml.html
 
 from .._types import Link
-from ._child_call import ChildCall
-from .imports import TWO_CORES, Row, _fields_of, _whole, as_links, links_of, parents_share
+from .imports import TWO_CORES, Row, links_of, waiting_child
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
@@ -22,21 +20,16 @@ _DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
 
 def parse_html(text: str, seed: str) -> list[Link]:
     """Every <a href> with its text as title and its folder or heading as section. A long one
-    (a bookmark export of 100,000 links) has its second part read in a child process started
-    before this one parses it."""
+    (a bookmark export of 100,000 links) has its child process started before this one parses
+    it (`waiting_child`)."""
     data = _closed(text).encode("utf-8")
     long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
-    with ChildCall("mirror.seeds.html", "_fields_for_parent", data) if long else nullcontext() as child:
+    with waiting_child(long) as child:
         root = _root(data)
         if root is None:
             return []
         anchors, headings = _anchors(root)
-        if child is None or len(anchors) < TWO_CORES:
-            return links_of(_rows(root, anchors, headings, 0, len(anchors)), seed)
-        half = parents_share(len(anchors))
-        links = as_links(_fields_of(_rows(root, anchors, headings, 0, half)), seed)
-        answer = child.result()
-    return links + as_links(answer if _whole(answer, len(anchors) - half) else _fields_of(_rows(root, anchors, headings, half, len(anchors))), seed)
+        return links_of(_rows(root, anchors, headings), seed, child, len(anchors))
 
 
 def _root(data: bytes):
@@ -74,32 +67,18 @@ def _anchors(root) -> tuple[list, dict]:
     return anchors, nearest
 
 
-def _fields_for_parent(data: bytes) -> list | None:
-    """(In the child process.) The Link fields of the document's links past the parent's share."""
-    root = _root(data)
-    if root is None:
-        return None
-    anchors, headings = _anchors(root)
-    return _fields_of(_rows(root, anchors, headings, parents_share(len(anchors)), len(anchors)))
-
-
-def _rows(root, anchors: list, headings: dict, start: int, stop: int) -> list[Row]:
-    """The rows of anchors[start:stop]: each link's column counts the links before it on its line."""
+def _rows(root, anchors: list, headings: dict) -> Iterator[Row]:
+    """The anchors' rows, made as they are taken: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
-    for anchor in anchors[:start]:
-        line = anchor.sourceline or 0
-        per_line[line] = per_line.get(line, 0) + 1
     named: dict = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
-    rows: list[Row] = []
-    for anchor in anchors[start:stop]:
+    for anchor in anchors:
         line = anchor.sourceline or 0
         per_line[line] = column = per_line.get(line, 0) + 1
         title = (anchor.text or "") if len(anchor) == 0 else _text(anchor)  # (no child: its text is all of it)
         section = _section(anchor, headings[anchor], named, folders)
         get = anchor.get  # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
-        rows.append(((get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date")))
-    return rows
+        yield (get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date")
 
 
 def _closed(text: str) -> str:

@@ -10,9 +10,10 @@ import functools
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from datetime import date, datetime
+from itertools import islice
 
 from .._types import Link
 from . import urls
@@ -30,7 +31,10 @@ _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
 _UNIX = re.compile(r"(\d{9,11})(\.\d+)?")  # (int() reads any digits: the result is written in ASCII)
 # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write; a valid clock, or the slow path decides
-_RFC822 = re.compile(r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4}) ((?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d) ([A-Za-z]+|[+-]\d{4})", re.ASCII)
+_RFC822_DAY = r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4})"
+_CLOCK = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+_RFC822 = re.compile(rf"{_RFC822_DAY} ({_CLOCK}) ([A-Za-z]+|[+-]\d{{4}})", re.ASCII)
+_RFC822_DAY, _CLOCK = re.compile(_RFC822_DAY, re.ASCII), re.compile(_CLOCK, re.ASCII)
 _MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _TWO = tuple(f"{n:02d}" for n in range(60))
@@ -45,7 +49,15 @@ def when(value: object) -> str | None:
 def _when(text: str) -> str | None:
     # the two shapes of 100,000-line exports are written from their parts: a day's date is
     # worked out once (`_day`), a clock from ready two-digit strings (datetime, strftime and
-    # even an f-string's `:02d` cost as much as the rest of a link)
+    # even an f-string's `:02d` cost as much as the rest of a link). First, without a regex,
+    # whole Unix seconds (isdecimal() is `\d+`), and a GMT date whose day was read before.
+    if text.isdecimal() and 9 <= len(text) <= 11:
+        days, seconds = divmod(int(text), 86400)
+        day = _day_of_epoch(days)
+        return f"{day}T{_TWO[seconds // 3600]}:{_TWO[seconds // 60 % 60]}:{_TWO[seconds % 60]}+00:00" if day else None
+    end = len(text) - 4
+    if end > 18 and text[end:] == " GMT" and text[end - 9] == " " and (day := _rfc822_day(text[: end - 9])) and _CLOCK.fullmatch(text, end - 8, end):
+        return f"{day}T{text[end - 8 : end]}+00:00"  # (what `_RFC822` reads of it: the prefix, the clock, the zone)
     if unix := _UNIX.fullmatch(text):
         days, seconds = divmod(int(unix[1]), 86400)
         day = _day_of_epoch(days)
@@ -71,6 +83,15 @@ def _parsed_when(text: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)  # a feed's entries share a few hundred days
+def _rfc822_day(prefix: str) -> str | None:
+    """The day of an RFC 822 date's part before its clock ("Tue, 05 Mar 2024"), as `_RFC822` reads it."""
+    if match := _RFC822_DAY.fullmatch(prefix):
+        number, month, year = match.groups()
+        return _day(int(year), _MONTHS.get(month.title(), 0), int(number))
+    return None
+
+
 @functools.lru_cache(maxsize=4096)
 def _day(year: int, month: int, number: int) -> str | None:
     """'2024-03-05', or None for a day that is not in the calendar (the slow path decides)."""
@@ -89,7 +110,10 @@ def _day_of_epoch(days: int) -> str | None:
 
 
 def tag_list(value: object) -> str | None:
-    """Tags as one comma-separated string, whatever the service separated them with."""
+    """Tags as one comma-separated string, whatever the service separated them with (a tuple:
+    a feed's, strings already)."""
+    if value.__class__ is tuple:
+        return _tags(value)
     if isinstance(value, list):
         return _tags(tuple(str(v) for v in value))
     return _tags(str(value or "")) if value else None
@@ -115,16 +139,25 @@ def parents_share(rows: int) -> int:
     return rows * 11 // 20
 
 
-def links_of(rows: list[Row], seed: str) -> list[Link]:
-    """Rows as links, in order; a long export's second half made in a child process meanwhile
-    (`_child_call`: the second core), by the same function, so the result is the same."""
-    if len(rows) < TWO_CORES:
-        return as_links(_fields_of(rows), seed)
-    half = parents_share(len(rows))
-    with ChildCall("mirror.seeds.imports", "_fields_of", rows[half:]) as child:
-        links = as_links(_fields_of(rows[:half]), seed)
+def links_of(rows: Iterable[Row], seed: str, child: ChildCall | None = None, count: int | None = None) -> list[Link]:
+    """Rows as links, in order; a long export's first part made in a child process meanwhile
+    (`_child_call`: the second core), by the same function, so the result is the same. `child`:
+    one started (`waiting_child`) while this process parsed the document; it is given its rows
+    as soon as they are read, `count` (as many rows, about) telling how many to give it."""
+    count = len(rows) if count is None else count
+    rows = iter(rows)
+    if count < TWO_CORES:
+        return as_links(_fields_of(list(rows)), seed)
+    theirs = list(islice(rows, count - parents_share(count)))
+    with nullcontext(child) if child is not None else ChildCall("mirror.seeds.imports", "_fields_of", theirs) as child:
+        child.send(theirs)  # (a child given its rows when started takes none here)
+        links = as_links(_fields_of(list(rows)), seed)
         answer = child.result()
-    return links + as_links(answer if _whole(answer, len(rows) - half) else _fields_of(rows[half:]), seed)
+    return as_links(answer if _whole(answer, len(theirs)) else _fields_of(theirs), seed) + links
+def waiting_child(long: bool) -> ChildCall | nullcontext:
+    """For a document estimated `long`, a child process to start before this one parses it
+    (its Python starts meanwhile), to be given its rows by `links_of`; else nothing."""
+    return ChildCall.waiting("mirror.seeds.imports", "_fields_of") if long else nullcontext()
 
 
 def _whole(answer: object, rows: int) -> bool:
@@ -287,31 +320,19 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
     and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
     are decoded as their XML declaration says; entry links are resolved against `base`.
-    A long feed's second part is read (parsed again, entries made links) in a child process
-    started before this one parses it."""
+    A long feed's child process starts before this one parses it (`waiting_child`)."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
     # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
-    long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") >= TWO_CORES
-    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", data, encoding, seed, base) if long else nullcontext() as child:
+    long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") + data.count(b"<outline") >= TWO_CORES
+    with waiting_child(long) as child:
         root = _feed_root(data, encoding, seed, warn)
         if root is None:
             return []
         if _local(root.tag) == "opml":
-            return links_of(list(_outlines(root, base)), seed)
+            return links_of(list(_outlines(root, base)), seed, child)
         entries = _feed_entries(root)
-        if child is None or len(entries) < TWO_CORES:
-            return links_of(list(_entries(root, entries, 0, seed, warn, base)), seed)
-        half = parents_share(len(entries))
-        links = as_links(_fields_of(list(_entries(root, entries[:half], 0, seed, warn, base))), seed)
-        answer = child.result()
-    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], list):  # (entries without a link give none)
-        rest, warnings = answer
-        for warning in warnings:
-            warn(warning)
-    else:
-        rest = _fields_of(list(_entries(root, entries[half:], half, seed, warn, base)))
-    return links + as_links(rest, seed)
+        return links_of(_entries(root, entries, 0, seed, warn, base), seed, child, len(entries))
 
 
 def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):
@@ -332,23 +353,11 @@ def _feed_entries(root) -> list:
     return list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
-def _feed_fields_for_parent(data: bytes, encoding: str | None, seed: str, base: str | None) -> tuple[list, list[str]] | None:
-    """(In the child process.) The Link fields of the feed's entries past the parent's share, and
-    the warnings they gave."""
-    warnings: list[str] = []
-    root = _feed_root(data, encoding, seed, warnings.append)
-    if root is None or _local(root.tag) == "opml":
-        return None
-    entries = _feed_entries(root)
-    start = parents_share(len(entries))
-    return _fields_of(list(_entries(root, entries[start:], start, seed, warnings.append, base))), warnings
-
-
 def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
     """The rows of `entries` (the feed's from number `first`, counting from 0)."""
     channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
     section = _child_text(channel, "title")
-    tag_elements, date_elements = _TAG_ELEMENTS, _DATE_ELEMENTS
+    tag_elements, read = _TAG_ELEMENTS, _READ_ELEMENTS
     for number, entry in enumerate(entries, first + 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
@@ -358,6 +367,8 @@ def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str |
                 continue
             if "}" in name:
                 name = name.rpartition("}")[2]
+            if name not in read:  # (a description is not read: it may hold the whole article)
+                continue
             text = child.text  # (lxml makes a new string at each reading)
             if name in tag_elements:
                 tags.append(child.get("term") or text or "")
@@ -369,16 +380,14 @@ def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str |
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        added = None
-        for name in date_elements:
-            if name in texts:
-                added = texts[name]
-                break
-        yield _joined(base, href.strip()), entry.sourceline or 0, number, texts.get("title"), section, tags, added
+        added = texts.get("pubDate") or texts.get("published") or texts.get("updated") or texts.get("date")  # (_DATE_ELEMENTS)
+        href = href.strip()
+        yield _joined(base, href) if base else href, entry.sourceline or 0, number, texts.get("title"), section, tuple(tags), added
 
 
 _TAG_ELEMENTS = frozenset(("category", "subject"))
-_DATE_ELEMENTS = ("pubDate", "published", "updated", "date")
+_DATE_ELEMENTS = ("pubDate", "published", "updated", "date")  # the first an entry has is its date
+_READ_ELEMENTS = frozenset(("link", "title", *_TAG_ELEMENTS, *_DATE_ELEMENTS))
 
 
 def _outlines(root, base: str | None) -> Iterator[Row]:
