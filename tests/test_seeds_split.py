@@ -94,6 +94,21 @@ def test_a_child_started_before_its_arguments_are_known():
     assert call._process.poll() is not None
 
 
+def test_a_ctrl_c_as_a_waiting_child_starts_leaves_no_child(monkeypatch):
+    """Waiting on its stdin, a child left behind would wait as long as this process lives."""
+    started = []
+
+    def start_then_interrupted(self, *args, start=ChildCall._start):
+        start(self, *args)
+        started.append(self._process)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ChildCall, "_start", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt), ChildCall.waiting("mirror.seeds.imports", "_fields_of"):
+        pass
+    assert started[0].poll() is not None  # killed, and waited for
+
+
 def seeds_imports_fields_of(rows):
     from mirror.seeds.imports import _fields_of
 

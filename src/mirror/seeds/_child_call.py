@@ -75,13 +75,14 @@ class ChildCall:
         except (OSError, ValueError, pickle.PicklingError, RecursionError):  # (a child that died: a broken pipe)
             process.kill()
             process.wait()
+            process.stdout.close()
             self._process = None
 
     def __enter__(self) -> ChildCall:
         module, function, args = self._call
-        if self._waiting:
-            return self._start(module, function, "-")
         try:
+            if self._waiting:
+                return self._start(module, function, "-")
             handle, name = tempfile.mkstemp(prefix="mirror-call-", suffix=".pickle")
             self._arguments = Path(name)
             with os.fdopen(handle, "wb") as file:
