@@ -154,6 +154,8 @@ def links_of(rows: Iterable[Row], seed: str, child: ChildCall | None = None, cou
         links = as_links(_fields_of(list(rows)), seed)
         answer = child.result()
     return as_links(answer if _whole(answer, len(theirs)) else _fields_of(theirs), seed) + links
+
+
 def waiting_child(long: bool) -> ChildCall | nullcontext:
     """For a document estimated `long`, a child process to start before this one parses it
     (its Python starts meanwhile), to be given its rows by `links_of`; else nothing."""
@@ -332,7 +334,7 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
         if _local(root.tag) == "opml":
             return links_of(list(_outlines(root, base)), seed, child)
         entries = _feed_entries(root)
-        return links_of(_entries(root, entries, 0, seed, warn, base), seed, child, len(entries))
+        return links_of(_entries(root, entries, seed, warn, base), seed, child, len(entries))
 
 
 def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):
@@ -353,12 +355,12 @@ def _feed_entries(root) -> list:
     return list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
-def _entries(root, entries: list, first: int, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
-    """The rows of `entries` (the feed's from number `first`, counting from 0)."""
+def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+    """The rows of the feed's `entries`."""
     channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
     section = _child_text(channel, "title")
     tag_elements, read = _TAG_ELEMENTS, _READ_ELEMENTS
-    for number, entry in enumerate(entries, first + 1):  # the column: a feed written on one line has one line
+    for number, entry in enumerate(entries, 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
         for child in entry:
