@@ -81,12 +81,12 @@ class ChildCall:
     def __enter__(self) -> ChildCall:
         module, function, args = self._call
         try:
-            if self._waiting:
-                return self._start(module, function, "-")
-            handle, name = tempfile.mkstemp(prefix="mirror-call-", suffix=".pickle")
-            self._arguments = Path(name)
-            with os.fdopen(handle, "wb") as file:
-                pickle.dump(args, file, protocol=pickle.HIGHEST_PROTOCOL)
+            name = "-"  # a waiting child's arguments come on its stdin
+            if not self._waiting:
+                handle, name = tempfile.mkstemp(prefix="mirror-call-", suffix=".pickle")
+                self._arguments = Path(name)
+                with os.fdopen(handle, "wb") as file:
+                    pickle.dump(args, file, protocol=pickle.HIGHEST_PROTOCOL)
             self._start(module, function, name)
         except (OSError, ValueError, pickle.PicklingError, RecursionError):  # (nested past pickle's depth)
             self._process = None
@@ -98,21 +98,15 @@ class ChildCall:
             raise
         return self
 
-    def _start(self, module: str, function: str, arguments: str) -> ChildCall:
+    def _start(self, module: str, function: str, arguments: str) -> None:
         """The child, reading its arguments from the file `arguments`, or from stdin ("-")."""
         package_root = os.path.realpath(Path(__file__).parents[2])  # the folder that holds mirror/
-        try:
-            self._process = subprocess.Popen(  # -P: not the working folder first on its path (a pickle.py there would run)
-                [sys.executable, "-P", "-c", _CHILD, module, function, arguments, package_root],
-                stdin=subprocess.PIPE if arguments == "-" else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except (OSError, ValueError):
-            if arguments != "-":
-                raise  # (the caller's cleanup)
-            self._process = None
-        return self
+        self._process = subprocess.Popen(  # -P: not the working folder first on its path (a pickle.py there would run)
+            [sys.executable, "-P", "-c", _CHILD, module, function, arguments, package_root],
+            stdin=subprocess.PIPE if arguments == "-" else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
     def result(self) -> object | None:
         """What the function returned, or None if the child could not give it."""

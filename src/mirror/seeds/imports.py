@@ -150,21 +150,23 @@ def links_of(rows: Iterable[Row], seed: str, child: ChildCall | None = None, cou
         return as_links(_fields_of(list(rows)), seed)
     theirs = list(islice(rows, count - parents_share(count)))
     with nullcontext(child) if child is not None else ChildCall("mirror.seeds.imports", "_fields_of", theirs) as child:
-        child.send(theirs)  # (a child given its rows when started takes none here)
+        child.send(theirs)  # (a child given its rows when started, or that reads them itself, takes none here)
         links = as_links(_fields_of(list(rows)), seed)
         answer = child.result()
-    return as_links(answer if _whole(answer, len(theirs)) else _fields_of(theirs), seed) + links
+    return as_links(answer if _same_rows(answer, theirs) else _fields_of(theirs), seed) + links
+
+
+def _same_rows(answer: object, rows: list[Row]) -> bool:
+    """Whether a child's answer is the fields of exactly these rows, each URL as written on its
+    line (a child that read the export otherwise, its rows shifted, is not taken at its word)."""
+    return isinstance(answer, list) and len(answer) == len(rows) and all(
+        fields[1] == row[0] and fields[2] == row[1] for fields, row in zip(answer, rows, strict=True))
 
 
 def waiting_child(long: bool) -> ChildCall | nullcontext:
     """For a document estimated `long`, a child process to start before this one parses it
     (its Python starts meanwhile), to be given its rows by `links_of`; else nothing."""
     return ChildCall.waiting("mirror.seeds.imports", "_fields_of") if long else nullcontext()
-
-
-def _whole(answer: object, rows: int) -> bool:
-    """Whether a child's answer is the fields of its `rows` rows (else the parent makes them)."""
-    return isinstance(answer, list) and len(answer) == rows
 
 
 def as_links(fields: list[tuple], seed: str) -> list[Link]:
@@ -204,30 +206,17 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
 
 def _on_two_cores(kind: str, text: str, seed: str, warn: Warn) -> list[Link]:
     """An export's links. A long one's child process starts at once and reads the export too (the
-    C parsers take a fraction of the time), then makes links of the rows past the parent's share:
+    C parsers take a fraction of the time), then makes links of the rows of its share (`links_of`):
     started after the parse, as a reading list's rows would be, it waited for it."""
     long = text.count(_ROW_MARK[kind]) >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
     with ChildCall("mirror.seeds.imports", "_export_fields_for_parent", kind, text) if long else nullcontext() as child:
-        rows = _ROWS_OF[kind](text, seed, warn)
-        if child is None or len(rows) < TWO_CORES:
-            return links_of(rows, seed)
-        half = parents_share(len(rows))
-        links = as_links(_fields_of(rows[:half]), seed)
-        answer = child.result()
-    return links + as_links(answer if _same_rows(answer, rows[half:]) else _fields_of(rows[half:]), seed)
-
-
-def _same_rows(answer: object, rows: list[Row]) -> bool:
-    """Whether a child's answer is the fields of exactly these rows, each URL as written on its
-    line (a child that read the export otherwise, its rows shifted, is not taken at its word)."""
-    return _whole(answer, len(rows)) and all(
-        fields[1] == row[0] and fields[2] == row[1] for fields, row in zip(answer, rows, strict=True))
+        return links_of(_ROWS_OF[kind](text, seed, warn), seed, child)
 
 
 def _export_fields_for_parent(kind: str, text: str) -> list[tuple]:
-    """(In the child process.) The Link fields of the export's rows past the parent's share."""
+    """(In the child process.) The Link fields of the export's rows of the child's share (`links_of`)."""
     rows = _ROWS_OF[kind](text, "", lambda warning: None)
-    return _fields_of(rows[parents_share(len(rows)):])
+    return _fields_of(rows[: len(rows) - parents_share(len(rows))])
 
 
 def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
@@ -382,7 +371,7 @@ def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> It
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        added = texts.get("pubDate") or texts.get("published") or texts.get("updated") or texts.get("date")  # (_DATE_ELEMENTS)
+        added = next((texts[name] for name in _DATE_ELEMENTS if name in texts), None)
         href = href.strip()
         yield _joined(base, href) if base else href, entry.sourceline or 0, number, texts.get("title"), section, tuple(tags), added
 
