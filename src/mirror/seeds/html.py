@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import lxml.html
 
 from .._types import Link
+from ._pocket import pocket_rows
 from .imports import TWO_CORES, Row, links_of, waiting_child
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
@@ -22,9 +23,12 @@ def parse_html(text: str, seed: str) -> list[Link]:
     """Every <a href> with its text as title and its folder or heading as section. A long one
     (a bookmark export of 100,000 links) has its child process started before this one parses
     it (`waiting_child`)."""
-    data = _closed(text).encode("utf-8")
+    text = _closed(text)
+    data = text.encode("utf-8")
     long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
     with waiting_child(long) as child:
+        if (rows := pocket_rows(text, _section_name)) is not None:  # (its rigid shape, read without a tree)
+            return links_of(rows, seed, child)
         root = _root(data)
         if root is None:
             return []
@@ -113,8 +117,13 @@ def _name(heading) -> str | None:
     as they go (read whole, a heading that holds the page, in each of 250 nested ones, took half
     a minute for a 4 MB file): past SECTION_MOST + 1 characters that are not spaces, the rest
     can only lengthen the last word."""
+    return _section_name(heading.itertext())  # (the same text as `_text`'s, in order)
+
+
+def _section_name(texts) -> str | None:
+    """Text (or its pieces) as a section's name: its words, the first SECTION_MOST characters."""
     pieces, left = [], SECTION_MOST + 1
-    for piece in heading.itertext():  # (the same text as `_text`'s, in order)
+    for piece in [texts] if isinstance(texts, str) else texts:
         for match in _NOT_SPACE.finditer(piece):
             left -= 1
             if not left:

@@ -11,6 +11,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import date, datetime
 from itertools import islice
@@ -18,6 +19,7 @@ from itertools import islice
 from .._types import Link
 from . import urls
 from ._child_call import ChildCall
+from ._feed_text import DATE_ELEMENTS, READ_ELEMENTS, TAG_ELEMENTS, feed_rows
 from .links import _link
 
 __all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
@@ -316,39 +318,61 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
     # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
     long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") + data.count(b"<outline") >= TWO_CORES
+    # a text that reads one way only is read as libxml2 parses it (in a thread: it lets go of the
+    # GIL), its entries without the tree where they have a plain shape (`_feed_text`)
+    plain = encoding is not None and "\r" not in text and "<!DOCTYPE" not in text and not _is_opml(text)
     with waiting_child(long) as child:
-        root = _feed_root(data, encoding, seed, warn)
+        if plain:
+            with ThreadPoolExecutor(1, thread_name_prefix="mirror-feed") as thread:
+                parsed = thread.submit(_feed_root, data, encoding)
+                read = feed_rows(text, seed, (lambda href: _joined(base, href)) if base else None)
+                root, well_formed, problem = parsed.result()
+        else:
+            read, (root, well_formed, problem) = None, _feed_root(data, encoding)
         if root is None:
+            warn(f"{seed}: {problem}; no links read")
             return []
         if _local(root.tag) == "opml":
             return links_of(list(_outlines(root, base)), seed, child)
+        if read is not None and well_formed:  # (what libxml2 mended, the tree has as it mended it)
+            rows, warnings = read
+            for warning in warnings:
+                warn(warning)
+            section = _section_of(root)
+            return links_of([(href, line, number, title, section, tags, added) for href, line, number, title, tags, added in rows], seed, child)
         entries = _feed_entries(root)
         return links_of(_entries(root, entries, seed, warn, base), seed, child, len(entries))
 
 
-def _feed_root(data: bytes, encoding: str | None, seed: str, warn: Warn):
+def _is_opml(text: str) -> bool:
+    return (match := FEED.match(text)) is not None and match[1].lower() == "opml"
+
+
+def _feed_root(data: bytes, encoding: str | None) -> tuple[object, bool, str | None]:
+    """The feed's root element (or None, and why), and whether libxml2 found nothing to mend in it."""
     import lxml.etree
 
     parser = lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True, encoding=encoding)
     try:
         root = lxml.etree.fromstring(data, parser=parser)
     except lxml.etree.XMLSyntaxError as exc:
-        warn(f"{seed}: not a feed ({exc}); no links read")
-        return None
-    if root is None:
-        warn(f"{seed}: not a feed; no links read")
-    return root
+        return None, False, f"not a feed ({exc})"
+    return root, len(parser.error_log) == 0, "not a feed"
 
 
 def _feed_entries(root) -> list:
     return list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
+def _section_of(root) -> str | None:
+    """The feed's title."""
+    return _child_text(next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root), "title")
+
+
 def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
     """The rows of the feed's `entries`."""
-    channel = next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root)
-    section = _child_text(channel, "title")
-    tag_elements, read = _TAG_ELEMENTS, _READ_ELEMENTS
+    section = _section_of(root)
+    tag_elements, read = TAG_ELEMENTS, READ_ELEMENTS
     for number, entry in enumerate(entries, 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
@@ -371,14 +395,9 @@ def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> It
         if not href:
             warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
             continue
-        added = next((texts[name] for name in _DATE_ELEMENTS if name in texts), None)
+        added = next((texts[name] for name in DATE_ELEMENTS if name in texts), None)
         href = href.strip()
         yield _joined(base, href) if base else href, entry.sourceline or 0, number, texts.get("title"), section, tuple(tags), added
-
-
-_TAG_ELEMENTS = frozenset(("category", "subject"))
-_DATE_ELEMENTS = ("pubDate", "published", "updated", "date")  # the first an entry has is its date
-_READ_ELEMENTS = frozenset(("link", "title", *_TAG_ELEMENTS, *_DATE_ELEMENTS))
 
 
 def _outlines(root, base: str | None) -> Iterator[Row]:

@@ -1,0 +1,71 @@
+"""Pocket's HTML export read without an HTML parser: one regular expression a row.
+
+Pocket writes one rigid shape (`<li><a href="..." time_added="..." tags="...">title</a></li>`,
+a line each, under `<h1>Unread</h1>` and `<h1>Read Archive</h1>`). A document made only of
+that shape's pieces, with none of the characters and references an HTML parser reads in more
+than one way, gives here the rows `html._rows` gives from libxml2's tree, at a tenth of the
+cost (tests/test_seeds_pocket.py checks them against each other on random documents). Anything
+else, even one row off the shape, is left to the parser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["pocket_rows"]
+
+# what a value or a title may hold: no markup, no control or non-character (a parser may drop or
+# replace them), and an ampersand only where it is one reading (`_decoded`)
+_PLAIN = r"[^\x00-\x1f\x7f-\x9f<&\"\ufdd0-\ufdef\ufffe\uffff]"
+_REFERENCE = r"&(?:amp|lt|gt|quot|#39|#039);"
+_VALUE = rf"(?:{_PLAIN}++|{_REFERENCE}|&(?=[A-Za-z0-9]*=)|&(?![A-Za-z0-9#]))*+"  # (in a value, `&b=2` is the text `&b=2`)
+_TEXT = rf"(?:[^\x00-\x1f\x7f-\x9f<&\ufdd0-\ufdef\ufffe\uffff]++|{_REFERENCE}|&(?![A-Za-z0-9#]))*+"
+_SPACE = r"[ \t\n]*"
+# the head, in Pocket's order (libxml2 reads nothing after an early `</html>`), then the lists
+_HEAD = re.compile(
+    rf"{_SPACE}(?:<!DOCTYPE html>{_SPACE})?(?:<html>{_SPACE})?(?:<!--[^<>\-\x00\r]*-->{_SPACE})?"
+    rf'(?:<head>{_SPACE}(?:<meta http-equiv="Content-Type" content="text/html; charset=UTF-8" ?/?>{_SPACE})?'
+    rf"(?:<title>[^<&\x00\r]*</title>{_SPACE})?</head>{_SPACE})?(?:<body>)?"
+)
+_TOKEN = re.compile(
+    rf'{_SPACE}(?:<li><a href="({_VALUE})" time_added="({_VALUE})" tags="({_VALUE})">({_TEXT})</a></li>'
+    rf"|<h1>({_TEXT})</h1>|</?ul>)"
+)
+_END = re.compile(rf"{_SPACE}(?:</body>{_SPACE})?(?:</html>{_SPACE})?")
+_ENTITY = re.compile(_REFERENCE)
+_CHARACTER = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'", "&#039;": "'"}
+
+
+def pocket_rows(text: str, heading: Callable[[str], str | None]) -> list[tuple] | None:
+    """The rows of a document in Pocket's shape, as `html._rows` makes them (`heading`: a
+    heading's text as a section), or None."""
+    rows: list[tuple] = []
+    position = counted = _HEAD.match(text).end()
+    line, last_line, column, section = 1 + text.count("\n", 0, position), 0, 0, None
+    for match in _TOKEN.finditer(text, position):
+        if match.start() != position:
+            return None  # something between the pieces
+        position = match.end()
+        kind = match.lastindex
+        if kind is None:
+            continue
+        start = match.start(kind)
+        line += text.count("\n", counted, start)
+        counted = start
+        if kind == 5:
+            section = heading(_decoded(match[5]))
+            continue
+        href = _decoded(match[1]).strip()
+        if not href:
+            continue  # (not a link: no row, nor a column)
+        column = column + 1 if line == last_line else 1
+        last_line = line
+        added = _decoded(match[2])
+        rows.append((href, line, column, _decoded(match[4]), section, _decoded(match[3]), added or None))
+    return rows if rows and _END.fullmatch(text, position) else None
+
+
+def _decoded(value: str) -> str:
+    return _ENTITY.sub(lambda match: _CHARACTER[match[0]], value) if "&" in value else value
+
