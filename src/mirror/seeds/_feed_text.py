@@ -23,19 +23,20 @@ READ_ELEMENTS = frozenset(("link", "title", *TAG_ELEMENTS, *DATE_ELEMENTS))  # a
 _MARKUPS = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
 _SHAPES_MOST = 64  # (a feed's entries have a few: with and without a category, two, ...)
 
-_NAME = r"[^ \t\n\r<>/=!?\"']+"  # (XML's white space is these four)
-_ATTRIBUTES = rf"(?:[ \t\n\r]+{_NAME}[ \t\n\r]*=[ \t\n\r]*(?:\"[^\"]*\"|'[^']*'))*[ \t\n\r]*"
-_SPACE = r"[ \t\n\r]*"
-_ONE_LINE_ATTRIBUTES = rf"(?:[ \t]+{_NAME}[ \t]*=[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*'))*[ \t]*"  # (an entry's start tag: its line is the entry's)
+# (possessive repeats wherever a token's end is plain: a hostile feed makes no regex go back and forth)
+_NAME = r"[^ \t\n\r<>/=!?\"']++"  # (XML's white space is these four)
+_SPACE = r"[ \t\n\r]*+"
+_ATTRIBUTES = rf"(?:[ \t\n\r]++{_NAME}{_SPACE}={_SPACE}(?:\"[^\"]*+\"|'[^']*+'))*+{_SPACE}"
+_ONE_LINE_ATTRIBUTES = rf"(?:[ \t]++{_NAME}[ \t]*+=[ \t]*+(?:\"[^\"\n]*+\"|'[^'\n]*+'))*+[ \t]*+"  # (an entry's start tag: its line is the entry's)
 _MARKUP = r"!--.*?-->|\?.*?\?>|!\[CDATA\[.*?\]\]>"  # (after a "<": one alternation, searched for a "<" at a time)
 _CONTENT = r"(?:[^<]++|<!\[CDATA\[.*?\]\]>)*+"  # a child's: text only
-_START = re.compile(rf"<(?:{_NAME}:)?(?:item|entry)(?=[ \t\n\r/>])")
+_START = re.compile(r"<(?:[^ \t\n\r<>/=!?\"':]++:)?(?:item|entry)(?=[ \t\n\r/>])")
 _ENTRY = re.compile(
-    rf"<({_NAME}){_ATTRIBUTES}>((?:[^<]++|<(?:{_MARKUP}|(?P<child>{_NAME}){_ATTRIBUTES}(?:/>|>{_CONTENT}</(?P=child)[ \t\n\r]*>)))*+)</\1[ \t\n\r]*>",
+    rf"<({_NAME}){_ATTRIBUTES}>((?:[^<]++|<(?:{_MARKUP}|(?P<child>{_NAME}){_ATTRIBUTES}(?:/>|>{_CONTENT}</(?P=child){_SPACE}>)))*+)</\1{_SPACE}>",
     re.S,
 )
-_CHILD = re.compile(rf"<(?:({_MARKUP})|({_NAME})({_ATTRIBUTES})(?:/>|>{_CONTENT}</\2[ \t\n\r]*>))", re.S)
-_ATTRIBUTE = re.compile(rf"({_NAME})[ \t\n\r]*=[ \t\n\r]*(?:\"([^\"]*)\"|'([^']*)')")
+_CHILD = re.compile(rf"<(?:({_MARKUP})|({_NAME})({_ATTRIBUTES})(?:/>|>{_CONTENT}</\2{_SPACE}>))", re.S)
+_ATTRIBUTE = re.compile(rf"({_NAME}){_SPACE}={_SPACE}(?:\"([^\"]*+)\"|'([^']*+)')")
 _REFERENCE = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _WHITESPACE = str.maketrans("\t\n\r", "   ")  # (an attribute's, as XML normalizes it)
@@ -161,7 +162,7 @@ def _first(groups: tuple, indices: tuple[int, ...]) -> str | None:
 def _shape_at(text: str, at: int, shapes: dict) -> _Shape | None:
     """The shape of the entry at `at`, or None if it has another (a child holding elements, a comment...)."""
     entry = _ENTRY.match(text, at)
-    if entry is None or "\n" in text[at : entry.start(2)] or len(shapes) >= _SHAPES_MOST:
+    if entry is None or "\n" in text[at : entry.start(2)]:
         return None
     children: list[tuple[str, bool]] = []  # (its name, whether it has attributes)
     for other, name, attributes in _CHILD.findall(text, entry.start(2), entry.end(2)):
@@ -171,6 +172,8 @@ def _shape_at(text: str, at: int, shapes: dict) -> _Shape | None:
         children.append((name, bool(attributes.strip())))
     key = (entry[1], tuple(children))
     if key not in shapes:
+        if len(shapes) >= _SHAPES_MOST:
+            return None
         shapes[key] = _Shape(*key)
     return shapes[key]
 

@@ -21,12 +21,12 @@ _PLAIN = r"[^\x00-\x1f\x7f-\x9f<&\"\ufdd0-\ufdef\ufffe\uffff]"
 _REFERENCE = r"&(?:amp|lt|gt|quot|#39|#039);"
 _VALUE = rf"(?:{_PLAIN}++|{_REFERENCE}|&(?=[A-Za-z0-9]*=)|&(?![A-Za-z0-9#]))*+"  # (in a value, `&b=2` is the text `&b=2`)
 _TEXT = rf"(?:[^\x00-\x1f\x7f-\x9f<&\ufdd0-\ufdef\ufffe\uffff]++|{_REFERENCE}|&(?![A-Za-z0-9#]))*+"
-_SPACE = r"[ \t\n]*"
+_SPACE = r"[ \t\n]*+"  # (possessive, as every repeat here: a hostile seed makes no regex go back and forth)
 # the head, in Pocket's order (libxml2 reads nothing after an early `</html>`), then the lists
 _HEAD = re.compile(
-    rf"{_SPACE}(?:<!DOCTYPE html>{_SPACE})?(?:<html>{_SPACE})?(?:<!--[^<>\-\x00\r]*-->{_SPACE})?"
+    rf"{_SPACE}(?:<!DOCTYPE html>{_SPACE})?(?:<html>{_SPACE})?(?:<!--[^<>\-\x00\r]*+-->{_SPACE})?"
     rf'(?:<head>{_SPACE}(?:<meta http-equiv="Content-Type" content="text/html; charset=UTF-8" ?/?>{_SPACE})?'
-    rf"(?:<title>[^<&\x00\r]*</title>{_SPACE})?</head>{_SPACE})?(?:<body>)?"
+    rf"(?:<title>[^<&\x00\r]*+</title>{_SPACE})?</head>{_SPACE})?(?:<body>)?"
 )
 _TOKEN = re.compile(
     rf'{_SPACE}(?:<li><a href="({_VALUE})" time_added="({_VALUE})" tags="({_VALUE})">({_TEXT})</a></li>'
@@ -43,9 +43,7 @@ def pocket_rows(text: str, heading: Callable[[str], str | None]) -> list[tuple] 
     rows: list[tuple] = []
     position = counted = _HEAD.match(text).end()
     line, last_line, column, section = 1 + text.count("\n", 0, position), 0, 0, None
-    for match in _TOKEN.finditer(text, position):
-        if match.start() != position:
-            return None  # something between the pieces
+    while (match := _TOKEN.match(text, position)) is not None:  # (piece after piece, nothing between)
         position = match.end()
         kind = match.lastindex
         if kind is None:
