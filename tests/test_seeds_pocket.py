@@ -125,3 +125,47 @@ def test_random_documents_read_from_the_text_give_the_trees_links():
         read += 1
         assert seeds_html.parse_html(text, "s") == _tree(text), text
     assert read >= 250  # (most random documents hold some piece off the shape: enough are read)
+
+
+def test_a_part_read_alone_gives_the_wholes_rows_of_that_part():
+    """A long export's child reads the first lines, this process the rest (`_pocket_on_two_cores`):
+    wherever both parts are in the shape, together they are the whole's rows."""
+    rng = random.Random(38)
+    both = 0
+    for _ in range(600):
+        text = _random_document(rng)
+        whole = pocket_rows(text, seeds_html._section_name)
+        for cut in (at + 1 for at, character in enumerate(text) if character == "\n"):
+            first = pocket_rows(text, seeds_html._section_name, end=cut)
+            rest = pocket_rows(text, seeds_html._section_name, start=cut)
+            if first is not None and rest is not None:
+                both += 1
+                assert first + rest == whole, (text, cut)
+    assert both >= 500
+
+
+@pytest.mark.parametrize("case", ["child", "child fails", "first part off the shape", "last part off the shape"])
+def test_a_long_export_on_two_cores_gives_the_trees_links(monkeypatch, case):
+    from mirror.seeds._child_call import ChildCall
+
+    rows = [f'\t\t<li><a href="https://example.com/{i}" time_added="{1_700_000_000 + i}" tags="t{i % 4}">第 {i} 篇</a></li>\n' for i in range(60)]
+    if case == "first part off the shape":
+        rows[3] = rows[3].replace("<li>", "<li class=x>")
+    if case == "last part off the shape":
+        rows[-3] = rows[-3].replace("<li>", "<li class=x>")
+    rows.insert(30, "\t</ul>\n\t<h1>Read Archive</h1>\n\t<ul>\n")
+    text = "<!DOCTYPE html>\n<html>\n<body>\n\t<h1>Unread</h1>\n\t<ul>\n" + "".join(rows) + "\t</ul>\n</body>\n</html>\n"
+    answers = []
+
+    class Watched(ChildCall):
+        def result(self):
+            answers.append(None if case == "child fails" else super().result())
+            return answers[-1]
+
+    monkeypatch.setattr(seeds_html, "TWO_CORES", 2)
+    monkeypatch.setattr(seeds_html, "ChildCall", Watched)
+    links = seeds_html.parse_html(text, "s")
+    assert links == _tree(text) and len(links) == 60
+    assert {link.section for link in links} == {"Unread", "Read Archive"}
+    if case == "child":
+        assert answers and answers[0] is not None and 10 < len(answers[0]) < 50  # (its part, read from the text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["pocket_rows"]
+__all__ = ["begins_in_shape", "pocket_rows"]
 
 # what a value or a title may hold: no markup, no control or non-character (a parser may drop or
 # replace them), and an ampersand only where it is one reading (`_decoded`)
@@ -32,25 +32,35 @@ _TOKEN = re.compile(
     rf'{_SPACE}(?:<li><a href="({_VALUE})" time_added="({_VALUE})" tags="({_VALUE})">({_TEXT})</a></li>'
     rf"|<h1>({_TEXT})</h1>|</?ul>)"
 )
+_SPACES = re.compile(_SPACE)
 _END = re.compile(rf"{_SPACE}(?:</body>{_SPACE})?(?:</html>{_SPACE})?")
 _ENTITY = re.compile(_REFERENCE)
 _CHARACTER = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'", "&#039;": "'"}
 
 
-def pocket_rows(text: str, heading: Callable[[str], str | None]) -> list[tuple] | None:
+def pocket_rows(text: str, heading: Callable[[str], str | None], start: int = 0, end: int | None = None) -> list[tuple] | None:
     """The rows of a document in Pocket's shape, as `html._rows` makes them (`heading`: a
-    heading's text as a section), or None."""
+    heading's text as a section), or None. With `start` (where a line starts) or `end` (where
+    one ends): the rows of that part only, as the whole's (None if it is not in the shape)."""
     rows: list[tuple] = []
-    position = counted = _HEAD.match(text).end()
-    line, last_line, column, section = 1 + text.count("\n", 0, position), 0, 0, None
-    while (match := _TOKEN.match(text, position)) is not None:  # (piece after piece, nothing between)
+    whole = end is None
+    end = len(text) if whole else end
+    if start:  # (the section in force there: the last heading before it, when what is before is in the shape)
+        position = counted = start
+        heading_at = text.rfind("<h1>", 0, start)
+        section = heading(_decoded(text[heading_at + 4 : text.find("</h1>", heading_at, start)])) if heading_at != -1 else None
+    else:
+        position = counted = _HEAD.match(text, 0, end).end()
+        section = None
+    line, last_line, column = 1 + text.count("\n", 0, position), 0, 0
+    while (match := _TOKEN.match(text, position, end)) is not None:  # (piece after piece, nothing between)
         position = match.end()
         kind = match.lastindex
         if kind is None:
             continue
-        start = match.start(kind)
-        line += text.count("\n", counted, start)
-        counted = start
+        at = match.start(kind)
+        line += text.count("\n", counted, at)
+        counted = at
         if kind == 5:
             section = heading(_decoded(match[5]))
             continue
@@ -61,7 +71,13 @@ def pocket_rows(text: str, heading: Callable[[str], str | None]) -> list[tuple] 
         last_line = line
         added = _decoded(match[2])
         rows.append((href, line, column, _decoded(match[4]), section, _decoded(match[3]), added or None))
-    return rows if rows and _END.fullmatch(text, position) else None
+    return rows if rows and (_END if whole else _SPACES).fullmatch(text, position, end) else None
+
+
+def begins_in_shape(text: str) -> bool:
+    """Whether the document's head and first piece are in Pocket's shape (a quick look, before a
+    long export's text is handed to a child process)."""
+    return _TOKEN.match(text, _HEAD.match(text).end()) is not None
 
 
 def _decoded(value: str) -> str:

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import lxml.html
 
 from .._types import Link
-from ._pocket import pocket_rows
-from .imports import TWO_CORES, Row, links_of, waiting_child
+from ._pocket import begins_in_shape, pocket_rows
+from ._child_call import ChildCall
+from .imports import TWO_CORES, Row, _fields_of, as_links, links_of, parents_share, waiting_child
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
@@ -26,6 +27,8 @@ def parse_html(text: str, seed: str) -> list[Link]:
     text = _closed(text)
     data = text.encode("utf-8")
     long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
+    if long and begins_in_shape(text) and (links := _pocket_on_two_cores(text, seed)) is not None:
+        return links
     with waiting_child(long) as child:
         if (rows := pocket_rows(text, _section_name)) is not None:  # (its rigid shape, read without a tree)
             return links_of(rows, seed, child)
@@ -34,6 +37,30 @@ def parse_html(text: str, seed: str) -> list[Link]:
             return []
         anchors, headings = _anchors(root)
         return links_of(_rows(root, anchors, headings), seed, child, len(anchors))
+
+
+def _pocket_on_two_cores(text: str, seed: str) -> list[Link] | None:
+    """A long export in Pocket's shape, its first part read in a child process meanwhile, from the
+    text (as a reading list's first lines are): the child has no rows to wait for. None if the
+    export is not in Pocket's shape (`_pocket`)."""
+    cut = text.find("\n", len(text) - parents_share(len(text))) + 1  # (where a line starts)
+    if cut <= 0:
+        return None
+    with ChildCall("mirror.seeds.html", "_pocket_fields_for_parent", text[:cut]) as child:
+        rows = pocket_rows(text, _section_name, start=cut)
+        if rows is None:
+            return None
+        links = as_links(_fields_of(rows), seed)
+        theirs = child.result()
+    if theirs is None:  # (the child could not tell: read here)
+        theirs = _pocket_fields_for_parent(text, cut)
+    return None if theirs is None else as_links(theirs, seed) + links
+
+
+def _pocket_fields_for_parent(text: str, end: int | None = None) -> list[tuple] | None:
+    """(In the child process.) The Link fields of the rows of the text (up to `end`), if in Pocket's shape."""
+    rows = pocket_rows(text, _section_name, end=len(text) if end is None else end)
+    return None if rows is None else _fields_of(rows)
 
 
 def _root(data: bytes):
