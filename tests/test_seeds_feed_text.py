@@ -173,3 +173,75 @@ def test_random_feeds_read_from_the_text_give_the_trees_links_and_warnings(monke
             read += len(rows[0])
         assert _links(text, base) == _links(text, base, tree=True, monkeypatch=monkeypatch), text
     assert read >= 600  # (links read from the text, not the tree)
+
+
+class _InProcess:
+    """A ChildCall whose function runs here, at `result()` (the real child: tests/test_seeds_split.py)."""
+
+    def __init__(self, module: str, function: str, *args: object) -> None:
+        import importlib
+
+        self.call = (getattr(importlib.import_module(module), function), args)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def send(self, *args: object) -> None:
+        pass  # (a waiting child is given rows: none here, links_of makes them all)
+
+    def result(self):
+        function, args = self.call
+        return function(*args)
+
+
+def test_a_feed_cut_anywhere_between_two_processes_gives_the_trees_links(monkeypatch):
+    """A long feed's child reads the first part from the text, this process the rest (`_feed_split`):
+    wherever the cut falls (after any `>`: an entry's end, or not), the links and warnings are the tree's."""
+    rng = random.Random(38)
+    monkeypatch.setattr(seeds_imports, "ChildCall", _InProcess)
+    monkeypatch.setattr(seeds_imports, "TWO_CORES", 1)
+    cuts = 0
+    for _ in range(100):
+        text = _random_feed(rng)
+        base = rng.choice([None, "https://feed.example/x/"])
+        tree = _links(text, base, tree=True, monkeypatch=monkeypatch)
+        monkeypatch.setattr(seeds_imports, "ChildCall", _InProcess)
+        monkeypatch.setattr(seeds_imports, "TWO_CORES", 1)
+        for cut in (at + 1 for at, character in enumerate(text) if character == ">"):
+            monkeypatch.setattr(seeds_imports, "_feed_split", lambda text, cut=cut: cut)
+            cuts += seeds_imports._feed_fields_for_parent(text[:cut], "s", base) is not None
+            assert _links(text, base) == tree, (text, cut)
+    assert cuts >= 200  # (cuts where the child's part was read from the text)
+
+
+@pytest.mark.parametrize("case", ["child", "child fails", "cut in CDATA", "cut in a comment"])
+def test_a_long_feed_on_two_cores_gives_the_trees_links(monkeypatch, case):
+    from mirror.seeds._child_call import ChildCall
+
+    item = "<item><title>第 {i} 期 &amp; co</title><link>https://example.com/{i}</link><description><![CDATA[a </item> b]]></description><category>c{c}</category></item>\n"
+    items = [item.format(i=i, c=i % 3) for i in range(60)]
+    if case == "cut in a comment":  # (read whole, the feed goes to the tree: the comment shows an entry)
+        items[31] += "<!-- a note> <item><link>https://commented.example/</link></item> -->\n"
+    text = '<?xml version="1.0"?>\n<rss version="2.0"><channel><title>周报</title>\n' + "".join(items) + "</channel></rss>\n"
+    answers = []
+
+    class Watched(ChildCall):
+        def result(self):
+            answers.append(None if case == "child fails" else super().result())
+            return answers[-1]
+
+    monkeypatch.setattr(seeds_imports, "TWO_CORES", 2)
+    monkeypatch.setattr(seeds_imports, "ChildCall", Watched)
+    if case.startswith("cut in"):  # (the child's part does not end with an entry: the whole is read here)
+        at = "a </item>" if case == "cut in CDATA" else "a note>"
+        monkeypatch.setattr(seeds_imports, "_feed_split", lambda text: text.index(at, len(text) // 2) + len(at))
+    links = _links(text)
+    monkeypatch.undo()
+    assert links == _links(text, tree=True, monkeypatch=monkeypatch) and len(links[0]) == 60
+    if case == "child":
+        assert answers and answers[0] is not None and 10 < len(answers[0][0]) < 50  # (its part, read from the text)
+    if case.startswith("cut in"):
+        assert answers[0] is None  # (then the tree, on two cores as ever)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
-__all__ = ["DATE_ELEMENTS", "READ_ELEMENTS", "TAG_ELEMENTS", "feed_rows"]
+__all__ = ["DATE_ELEMENTS", "READ_ELEMENTS", "TAG_ELEMENTS", "FeedRows", "feed_rows", "first_entry_name"]
 
 TAG_ELEMENTS = frozenset(("category", "subject"))
 DATE_ELEMENTS = ("pubDate", "published", "updated", "date")  # the first an entry has is its date
@@ -42,17 +43,18 @@ _NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _WHITESPACE = str.maketrans("\t\n\r", "   ")  # (an attribute's, as XML normalizes it)
 
 
-def feed_rows(text: str, seed: str, joined: Callable[[str], str] | None) -> tuple[list[tuple], list[str]] | None:
+def feed_rows(text: str, seed: str, joined: Callable[[str], str] | None, start: int = 0) -> FeedRows | None:
     """The rows (but their section) and warnings `imports._entries` makes of the entries of a feed's
     `text`, if it is well-formed (libxml2 tells), without a DTD nor a carriage return; None if one
     of them is not in a shape read here (children that hold only text, with white space between
-    them), or may be in a comment."""
+    them), or may be in a comment. From `start` (where an entry ended): the entries after it,
+    numbered from 1."""
     rows: list[tuple] = []
     warnings: list[str] = []
     shapes: dict[tuple, _Shape] = {}
     shape = None
-    position = counted = number = 0
-    line = 1
+    position = counted = start
+    number, line = 0, 1 + text.count("\n", 0, start)
     while True:
         # the next entry: where the last one ended, past white space (nearly always), else searched for
         match = shape.pattern.match(text, position) if shape is not None else None
@@ -77,7 +79,14 @@ def feed_rows(text: str, seed: str, joined: Callable[[str], str] | None) -> tupl
             warnings.append(f"{seed}: line {line}: an entry without a link; skipped")
             continue
         rows.append((joined(href.strip()) if joined else href.strip(), line, number, title, tags, added))
-    return rows, warnings
+    return FeedRows(rows, warnings, number, position)
+
+
+class FeedRows(NamedTuple):
+    rows: list[tuple]  # (link, line, number, title, tags, date): a row but its section
+    warnings: list[str]
+    entries: int  # those without a link too
+    end: int  # where the last one ended
 
 
 class _Shape:
@@ -132,6 +141,15 @@ class _Shape:
         tags = tuple([(_attribute(groups[attributes], "term") if attributes is not None and groups[attributes] else None)
                       or _decoded(groups[text] or "") for attributes, text in self.tags])
         return href, _first(groups, self.titles), tags, _first(groups, self.dates)
+
+
+def first_entry_name(text: str) -> str | None:
+    """The name the feed's first entry is written with ("item", "atom:entry"), if it has a shape
+    read here (a quick look, before a long feed's text is handed to a child process)."""
+    start = _START.search(text)
+    if start is None or _inside_markup(text, 0, start.start()) or _shape_at(text, start.start(), {}) is None:
+        return None
+    return start[0][1:]
 
 
 def _inside_markup(text: str, start: int, end: int) -> bool:

@@ -19,7 +19,7 @@ from itertools import islice
 from .._types import Link
 from . import urls
 from ._child_call import ChildCall
-from ._feed_text import DATE_ELEMENTS, READ_ELEMENTS, TAG_ELEMENTS, feed_rows
+from ._feed_text import DATE_ELEMENTS, READ_ELEMENTS, TAG_ELEMENTS, feed_rows, first_entry_name
 from .links import _link
 
 __all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
@@ -319,13 +319,16 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
     long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") + data.count(b"<outline") >= TWO_CORES
     # a text that reads one way only is read as libxml2 parses it (in a thread: it lets go of the
-    # GIL), its entries without the tree where they have a plain shape (`_feed_text`)
+    # GIL), its entries without the tree where they have a plain shape (`_feed_text`); a long
+    # one's first part in a child process meanwhile, from the text too (`_feed_split`)
     plain = encoding is not None and "\r" not in text and "<!DOCTYPE" not in text and not _is_opml(text)
-    with waiting_child(long) as child:
+    split = _feed_split(text) if plain and long else None
+    joined = (lambda href: _joined(base, href)) if base else None
+    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", text[:split], seed, base) if split else waiting_child(long) as child:
         if plain:
             with ThreadPoolExecutor(1, thread_name_prefix="mirror-feed") as thread:
                 parsed = thread.submit(_feed_root, data, encoding)
-                read = feed_rows(text, seed, (lambda href: _joined(base, href)) if base else None)
+                read = feed_rows(text, seed, joined, split or 0)
                 root, well_formed, problem = parsed.result()
         else:
             read, (root, well_formed, problem) = None, _feed_root(data, encoding)
@@ -335,13 +338,47 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
         if _local(root.tag) == "opml":
             return links_of(list(_outlines(root, base)), seed, child)
         if read is not None and well_formed:  # (what libxml2 mended, the tree has as it mended it)
-            rows, warnings = read
-            for warning in warnings:
-                warn(warning)
             section = _section_of(root)
-            return links_of([(href, line, number, title, section, tags, added) for href, line, number, title, tags, added in rows], seed, child)
+            if split:
+                ours = _fields_of([(*row[:4], None, *row[4:]) for row in read.rows])
+                theirs = child.result() or _feed_fields_for_parent(text[:split], seed, base)
+                if theirs is not None:  # (else the first part is not read from the text, nor is the whole)
+                    fields, warnings, before = theirs
+                    for warning in (*warnings, *read.warnings):
+                        warn(warning)
+                    return _links_placed(fields, seed, section) + _links_placed(ours, seed, section, before)
+            else:
+                for warning in read.warnings:
+                    warn(warning)
+                return links_of([(*row[:4], section, *row[4:]) for row in read.rows], seed, child)
         entries = _feed_entries(root)
-        return links_of(_entries(root, entries, seed, warn, base), seed, child, len(entries))
+        return links_of(_entries(root, entries, seed, warn, base), seed, None if split else child, len(entries))
+
+
+def _feed_split(text: str) -> int | None:
+    """Where a long feed's first part, the child's, ends: after the end tag of the entry that
+    ends about its share from the start (the child tells whether it is one). None if none shows."""
+    name = first_entry_name(text)
+    closing = text.find(f"</{name}", len(text) - parents_share(len(text))) if name else -1
+    end = text.find(">", closing)
+    return end + 1 if closing != -1 and end != -1 and not text[closing + len(name) + 2 : end].strip(" \t\n") else None
+
+
+def _feed_fields_for_parent(text: str, seed: str, base: str | None) -> tuple[list[tuple], list[str], int] | None:
+    """(In the child process.) The Link fields (without the feed's title as section) and warnings
+    of the entries of a feed's first part, and how many there are; None unless they are all read
+    from the text and the last ends where the part does."""
+    read = feed_rows(text, seed, (lambda href: _joined(base, href)) if base else None)
+    if read is None or read.end != len(text) or not read.entries:
+        return None
+    return _fields_of([(*row[:4], None, *row[4:]) for row in read.rows]), read.warnings, read.entries
+
+
+def _links_placed(fields: list[tuple], seed: str, section: str | None, before: int = 0) -> list[Link]:
+    """`as_links` of a feed's part read apart: the feed's title as section, each entry numbered
+    after the `before` ones of the parts before it."""
+    return [_link(url, written, seed, line, number + before, title, section, reason, candidates, tags, added)
+            for url, written, line, number, title, _, reason, candidates, tags, added in fields]
 
 
 def _is_opml(text: str) -> bool:
