@@ -245,3 +245,34 @@ def test_a_long_feed_on_two_cores_gives_the_trees_links(monkeypatch, case):
         assert answers and answers[0] is not None and 10 < len(answers[0][0]) < 50  # (its part, read from the text)
     if case.startswith("cut in"):
         assert answers[0] is None  # (then the tree, on two cores as ever)
+
+
+@pytest.mark.parametrize("text", [
+    "<rss><channel><item><link>&#x110000;</link></item></channel></rss>",  # (not a character)
+    "<rss><channel><item><link>x</link><title>&#99999999999999999999;</title></item></channel></rss>",
+    "<rss><channel><item><link>x</link><category>&#" + "1" * 5000 + ";</category></item></channel></rss>",  # (past int()'s digits)
+    "<rss><channel><item><link>x</link>" + "<c/>" * 4000 + "</item></channel></rss>",  # (a shape of 4,000 children)
+    "<rss><channel>" + "".join(f"<item><link>x</link><c{i}/></item>" for i in range(300)) + "</channel></rss>",  # (300 shapes)
+], ids=["past-unicode", "huge-number", "many-digits", "many-children", "many-shapes"])
+def test_a_hostile_feed_is_read_as_the_tree_reads_it(monkeypatch, text):
+    if "<c/>" in text or "<c1/>" in text:  # (a shape's expression is made at a cost a child: past 256 of them, the tree reads it)
+        assert _feed_text.feed_rows(text, "s", None) is None
+    links = _links(text)
+    assert links == _links(text, tree=True, monkeypatch=monkeypatch)
+
+
+def test_a_feed_past_65535_lines_keeps_each_entrys_own_line(monkeypatch):
+    """Past line 65,535 libxml2 guesses an element's line from the text in it; read from the text, an entry has its own."""
+    text = "<rss>" + "\n" * 70_000 + "<item><title>\nT</title><link>https://example.com/x</link></item>\n<item><title>\nU</title></item></rss>"
+    lines = [text.count("\n", 0, at) + 1 for at in (text.index("<item>"), text.rindex("<item>"))]  # (70,001 and 70,003)
+    links, warnings = _links(text)
+    assert [link.line for link in links] == lines[:1] and warnings == [f"s: line {lines[1]}: an entry without a link; skipped"]
+    tree_links, tree_warnings = _links(text, tree=True, monkeypatch=monkeypatch)
+    assert [link.line for link in tree_links] == [lines[0] + 1]  # (the line of the title's text)
+    assert tree_warnings == [f"s: line {lines[1] + 1}: an entry without a link; skipped"]
+
+
+def test_comments_before_a_feeds_root_are_read_once():
+    """(Each comment was tried as the end of any before it: 30 of them took minutes.)"""
+    assert seeds_imports.FEED.match("<!--a-->" * 60 + "<x/>") is None
+    assert seeds_imports.FEED.match("<!-- a -->\n" * 60 + "<rss>")[1] == "rss"

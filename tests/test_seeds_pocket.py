@@ -169,3 +169,13 @@ def test_a_long_export_on_two_cores_gives_the_trees_links(monkeypatch, case):
     assert {link.section for link in links} == {"Unread", "Read Archive"}
     if case == "child":
         assert answers and answers[0] is not None and 10 < len(answers[0]) < 50  # (its part, read from the text)
+
+
+@pytest.mark.parametrize("text", [
+    "<ul>" * 253 + '<li><a href="https://e.x/a" time_added="" tags="">T</a></li>',  # (libxml2 stops at 256 levels)
+    '<ul><li><a href="https://e.x/a" time_added="" tags="">' + "x" * 11_000_000 + "</a></li></ul>",  # (it drops a text of 10 MB)
+    "<!--a-->" * 60 + "<p>",  # (each comment was tried as the end of any before it)
+], ids=["nested", "huge-title", "comments"])
+def test_what_libxml2_reads_otherwise_is_left_to_it(text):
+    assert pocket_rows(text, seeds_html._section_name) is None
+    assert seeds_html.parse_html(text, "s") == _tree(text)

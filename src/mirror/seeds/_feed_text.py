@@ -6,8 +6,9 @@ Well-formed XML without a DTD reads one way only: its five entities and characte
 CDATA as written, each element closed by its own name. So an entry whose children hold only
 text (an export's: title, link, date, categories), in a shape met before, is read here as
 `imports._entries` reads it from the tree; a feed with an entry of another kind (a child that
-holds elements, a comment between them) is left to the tree. tests/test_seeds_feed_text.py
-checks the two against each other on random feeds.
+holds elements, a comment between them) is left to the tree. One difference, deliberate: past
+line 65,535 libxml2 guesses an element's line from the text in it; read here, an entry keeps its
+own. tests/test_seeds_feed_text.py checks the two against each other on random feeds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ TAG_ELEMENTS = frozenset(("category", "subject"))
 DATE_ELEMENTS = ("pubDate", "published", "updated", "date")  # the first an entry has is its date
 READ_ELEMENTS = frozenset(("link", "title", *TAG_ELEMENTS, *DATE_ELEMENTS))  # an entry's children that are read
 _MARKUPS = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
-_SHAPES_MOST = 64  # (a feed's entries have a few: with and without a category, two, ...)
+# (a feed's entries have a few shapes, of a few children: with and without a category, two, ...;
+# each shape's expression is made once, at a cost a child, so their children are counted)
+_SHAPE_CHILDREN_MOST = 256
 
 # (possessive repeats wherever a token's end is plain: a hostile feed makes no regex go back and forth)
 _NAME = r"[^ \t\n\r<>/=!?\"']++"  # (XML's white space is these four)
@@ -190,8 +193,8 @@ def _shape_at(text: str, at: int, shapes: dict) -> _Shape | None:
         children.append((name, bool(attributes.strip())))
     key = (entry[1], tuple(children))
     if key not in shapes:
-        if len(shapes) >= _SHAPES_MOST:
-            return None
+        if sum(len(children) + 1 for _, children in shapes) + len(children) + 1 > _SHAPE_CHILDREN_MOST:
+            return None  # (a feed of many shapes, or of entries with many children: the tree's)
         shapes[key] = _Shape(*key)
     return shapes[key]
 
@@ -211,4 +214,9 @@ def _decoded(value: str) -> str:
 
 def _character(match: re.Match) -> str:
     named, decimal, hexadecimal = match.groups()
-    return _NAMED[named] if named else chr(int(decimal) if decimal else int(hexadecimal, 16))
+    if named:
+        return _NAMED[named]
+    try:
+        return chr(int(decimal) if decimal else int(hexadecimal, 16))
+    except (ValueError, OverflowError):  # (not a character: libxml2 finds the feed ill-formed, the text's reading is not taken)
+        return "\ufffd"

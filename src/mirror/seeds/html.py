@@ -15,15 +15,15 @@ _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
 _NOT_SPACE = re.compile(r"\S")
 _PARSER = lxml.etree.HTMLParser(encoding="utf-8")
-_NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)
+_NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*+<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)  # (*+: comments read once)
 _BOOKMARK_DT = re.compile(r"(<dt>\s*<a\b[^>]*>(?:(?!</a>).)*+</a>)(?!\s*</dt>)", re.IGNORECASE | re.DOTALL)
 _DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
 
 
 def parse_html(text: str, seed: str) -> list[Link]:
-    """Every <a href> with its text as title and its folder or heading as section. A long one
-    (a bookmark export of 100,000 links) has its child process started before this one parses
-    it (`waiting_child`)."""
+    """Every <a href> with its text as title and its folder or heading as section; Pocket's export
+    read from the text (`_pocket`). A long one (a bookmark export of 100,000 links) has its child
+    process read its first lines (Pocket's), or started before this one parses it (`waiting_child`)."""
     text = _closed(text)
     data = text.encode("utf-8")
     long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)

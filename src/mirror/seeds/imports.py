@@ -24,7 +24,7 @@ from .links import _link
 
 __all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
 
-FEED = re.compile(r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(rss|feed|opml|rdf:RDF)\b", re.S | re.I)
+FEED = re.compile(r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*+<(rss|feed|opml|rdf:RDF)\b", re.S | re.I)  # (*+: comments read once)
 _URL_COLUMNS = ("url", "href", "link", "uri")
 _TITLE_COLUMNS = ("title", "description", "name")
 _TAG_COLUMNS = ("tags", "tag", "labels")
@@ -313,7 +313,8 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
     and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
     are decoded as their XML declaration says; entry links are resolved against `base`.
-    A long feed's child process starts before this one parses it (`waiting_child`)."""
+    A long feed's child process reads its first part from the text (`_feed_split`), or, for one
+    read from the tree, starts before this one parses it (`waiting_child`)."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
     data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
     # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
