@@ -316,9 +316,9 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     A long feed's child process reads its first part from the text (`_feed_split`), or, for one
     read from the tree, starts before this one parses it (`waiting_child`)."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
-    data, encoding = (text, None) if isinstance(text, bytes) else (text.encode("utf-8"), "utf-8")
+    encoding = None if isinstance(text, bytes) else "utf-8"
     # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
-    long = data.count(b"<item") + data.count(b"<entry") + data.count(b":item") + data.count(b":entry") + data.count(b"<outline") >= TWO_CORES
+    long = _counted_past(text, _ENTRY_MARKS[encoding], TWO_CORES)
     # a text that reads one way only is read as libxml2 parses it (in a thread: it lets go of the
     # GIL), its entries without the tree where they have a plain shape (`_feed_text`); a long
     # one's first part in a child process meanwhile, from the text too (`_feed_split`)
@@ -328,11 +328,13 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", text[:split], seed, base) if split else waiting_child(long) as child:
         if plain:
             with ThreadPoolExecutor(1, thread_name_prefix="mirror-feed") as thread:
-                parsed = thread.submit(_feed_root, data, encoding)
+                parsed = thread.submit(_feed_root, text, encoding)
                 read = feed_rows(text, seed, joined, split or 0)
+                if split and read is not None:  # (made while libxml2 parses, in vain if it mends the feed)
+                    ours = _fields_of([(*row[:4], None, *row[4:]) for row in read.rows])
                 root, well_formed, problem = parsed.result()
         else:
-            read, (root, well_formed, problem) = None, _feed_root(data, encoding)
+            read, (root, well_formed, problem) = None, _feed_root(text, encoding)
         if root is None:
             warn(f"{seed}: {problem}; no links read")
             return []
@@ -341,7 +343,6 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
         if read is not None and well_formed:  # (what libxml2 mended, the tree has as it mended it)
             section = _section_of(root)
             if split:
-                ours = _fields_of([(*row[:4], None, *row[4:]) for row in read.rows])
                 theirs = child.result() or _feed_fields_for_parent(text[:split], seed, base)
                 if theirs is not None:  # (else the first part is not read from the text, nor is the whole)
                     fields, warnings, before = theirs
@@ -382,14 +383,28 @@ def _links_placed(fields: list[tuple], seed: str, section: str | None, before: i
             for url, written, line, number, title, _, reason, candidates, tags, added in fields]
 
 
+_ENTRY_MARKS = {None: (b"<item", b"<entry", b":item", b":entry", b"<outline"), "utf-8": ("<item", "<entry", ":item", ":entry", "<outline")}
+
+
+def _counted_past(text: str | bytes, marks: tuple, most: int) -> bool:
+    """Whether the marks occur `most` times in all (counted until they do)."""
+    count = 0
+    for mark in marks:
+        count += text.count(mark)
+        if count >= most:
+            return True
+    return False
+
+
 def _is_opml(text: str) -> bool:
     return (match := FEED.match(text)) is not None and match[1].lower() == "opml"
 
 
-def _feed_root(data: bytes, encoding: str | None) -> tuple[object, bool, str | None]:
+def _feed_root(text: str | bytes, encoding: str | None) -> tuple[object, bool, str | None]:
     """The feed's root element (or None, and why), and whether libxml2 found nothing to mend in it."""
     import lxml.etree
 
+    data = text.encode("utf-8") if encoding else text
     parser = lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True, encoding=encoding)
     try:
         root = lxml.etree.fromstring(data, parser=parser)
