@@ -64,9 +64,9 @@ def feed_rows(text: str, seed: str, joined: Callable[[str], str] | None, start: 
         if match is not None:
             at = match.end(1)
         else:
-            if (start := _START.search(text, position)) is None:
+            if (found := _START.search(text, position)) is None:
                 break
-            at = start.start()
+            at = found.start()
             if _inside_markup(text, position, at):
                 return None
             shape = _shape_at(text, at, shapes)

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+
 import lxml.html
 
 from .._types import Link
-from ._pocket import begins_in_shape, pocket_rows
 from ._child_call import ChildCall
-from .imports import TWO_CORES, Row, _fields_of, as_links, links_of, parents_share, waiting_child
+from ._pocket import begins_in_shape, pocket_rows
+from .imports import (
+    TWO_CORES,
+    Row,
+    _fields_of,
+    as_links,
+    links_of,
+    parents_share,
+    waiting_child,
+)
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
