@@ -324,14 +324,13 @@ def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None
     # one's first part in a child process meanwhile, from the text too (`_feed_split`)
     plain = encoding is not None and "\r" not in text and "<!DOCTYPE" not in text and not _is_opml(text)
     split = _feed_split(text) if plain and long else None
-    joined = (lambda href: _joined(base, href)) if base else None
     with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", text[:split], seed, base) if split else waiting_child(long) as child:
         if plain:
             with ThreadPoolExecutor(1, thread_name_prefix="mirror-feed") as thread:
                 parsed = thread.submit(_feed_root, text, encoding)
-                read = feed_rows(text, seed, joined, split or 0)
+                read = feed_rows(text, seed, _joiner(base), split or 0)
                 if split and read is not None:  # (made while libxml2 parses, in vain if it mends the feed)
-                    ours = _fields_of([(*row[:4], None, *row[4:]) for row in read.rows])
+                    ours = _part_fields(read.rows)
                 root, well_formed, problem = parsed.result()
         else:
             read, (root, well_formed, problem) = None, _feed_root(text, encoding)
@@ -370,10 +369,15 @@ def _feed_fields_for_parent(text: str, seed: str, base: str | None) -> tuple[lis
     """(In the child process.) The Link fields (without the feed's title as section) and warnings
     of the entries of a feed's first part, and how many there are; None unless they are all read
     from the text and the last ends where the part does."""
-    read = feed_rows(text, seed, (lambda href: _joined(base, href)) if base else None)
+    read = feed_rows(text, seed, _joiner(base))
     if read is None or read.end != len(text) or not read.entries:
         return None
-    return _fields_of([(*row[:4], None, *row[4:]) for row in read.rows]), read.warnings, read.entries
+    return _part_fields(read.rows), read.warnings, read.entries
+
+
+def _part_fields(rows: list[tuple]) -> list[tuple]:
+    """The Link fields of a feed part's rows (`feed_rows`'), their section left to `_links_placed`."""
+    return _fields_of([(*row[:4], None, *row[4:]) for row in rows])
 
 
 def _links_placed(fields: list[tuple], seed: str, section: str | None, before: int = 0) -> list[Link]:
@@ -462,6 +466,11 @@ def _outlines(root, base: str | None) -> Iterator[Row]:
         parent = outline.getparent()
         folder = parent.get("text") or parent.get("title") if parent is not None and _local(parent.tag) == "outline" else None
         yield _joined(base, href.strip()), outline.sourceline or 0, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
+
+
+def _joiner(base: str | None) -> Callable[[str], str] | None:
+    """`_joined` against `base`, for `feed_rows` (None: links as written)."""
+    return (lambda href: _joined(base, href)) if base else None
 
 
 def _joined(base: str | None, href: str) -> str:
