@@ -4,9 +4,8 @@ Reports rendered pages per second (the render pass alone and the whole run,
 against the same run with `--browser never`) and the browser's peak memory:
 the proportional set size (PSS, shared pages split fairly) of every process
 under `mirror fetch` except itself and its extraction workers, sampled every
-0.2 s from /proc. chromium fails the host names outside the loopback web at
-once (the corpus pages ask dozens of CDNs), as a working resolver answers;
-`--real-dns` asks this machine's resolver instead.
+0.2 s from /proc. chromium asks no resolver: every request of a rendered page
+is made by the run's client, through its gates and lookups.
 
     python bench/browser.py --pages 200 --tabs 2 --record
 """
@@ -15,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -61,30 +59,20 @@ class BrowserMemory:
         return ended - self.first_seen if self.first_seen else 0.0
 
 
-def loopback_chromium(folder: Path, real_dns: bool = False) -> list[str]:
-    """`--chromium` options for the loopback web: a chromium in which host names fail at once.
-
-    The corpus pages ask dozens of CDN and tracker names; without a network, a resolver may take
-    seconds to fail a burst of lookups (this machine's takes 5 s for 30), which would be measured
-    instead of rendering. On the real web those names resolve. The loopback web is all IP literals.
-    """
+def chromium_option() -> list[str]:
+    """`--chromium` for mirror fetch: Debian's chromium (it resolves no name itself: the run's client does)."""
     chromium = find_chromium()
     if chromium is None:
         sys.exit("error: no chromium found (apt install chromium, or MIRROR_CHROMIUM)")
-    if real_dns:
-        return ["--chromium", chromium]
-    wrapper = folder / "chromium-no-dns"
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(chromium)} --host-resolver-rules=\"MAP * ~NOTFOUND, EXCLUDE 127.*\" "$@"\n')
-    wrapper.chmod(0o755)
-    return ["--chromium", str(wrapper)]
+    return ["--chromium", chromium]
 
 
-def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float, real_dns: bool = False) -> dict:
+def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", "4", "--no-images",
                "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json",
-               *(loopback_chromium(folder, real_dns) if browser != "never" else [])]
+               *(chromium_option() if browser != "never" else [])]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     memory = BrowserMemory(process.pid)
@@ -103,7 +91,6 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--tabs", type=int, default=2, help="--browser-tabs")
     parser.add_argument("--timeout", type=float, default=30)
-    parser.add_argument("--real-dns", action="store_true", help="let chromium ask the resolver for the pages' CDN names")
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     args = parser.parse_args()
 
@@ -112,15 +99,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-browser-") as tmp:
             urls = page_urls(args.pages, args.hosts, port)
             plain = fetch(urls, Path(tmp) / "never", "never", args.tabs, args.timeout)
-            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout, args.real_dns)
+            rendered = fetch(urls, Path(tmp) / "always", "always", args.tabs, args.timeout)
     finally:
         web.kill()
     if rendered["code"] != 0 or plain["code"] != 0:
         sys.exit(f"error: mirror fetch failed (exit {rendered['code']} / {plain['code']})")
     renders = sum(rendered["summary"].get("rendered", {}).values())
     rows = [
-        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}; "
-                  + ("host names asked of the resolver" if args.real_dns else "host names outside the loopback web fail at once in chromium")),
+        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}"),
         ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
         ("--browser always", f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
                              f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}"),

@@ -9,15 +9,17 @@ are names, answered by a DNS server of the bench's own (`loopback.py --dns`) as 
 answers: half the dead names NXDOMAIN, half never answered, a fifth of the live ones 1-5 s late;
 mirror asks it (MIRROR_NAMESERVERS). The tail (last page recorded to the end of the run) and the
 resources deferred to a next run are reported beside pages/s.
-mirror runs with images on (its default) and again with --no-images: with dead and hanging image
-hosts, the two walls should stay within 15%. trafilatura does not fetch images.
+mirror runs as a user runs it by default (`--browser auto` with Debian's chromium installed,
+images on) and with `--browser never`, and again with --no-images: with dead and hanging image
+hosts, the walls with and without images should stay within 15%. trafilatura does not fetch
+images. Each kind's ratio to trafilatura's CLI is taken within each round.
 
 Each measured run reports wall time, CPU time (all processes), CPU/wall, peak RSS and how busy the
 rest of the machine was meanwhile (from /proc/stat, minus our processes and the loopback web);
 `--record` refuses to record a run that was not quiet.
 
     python bench/throughput.py --pages 1000 --latency-ms 0 50 --rounds 3 --record
-    python bench/throughput.py --browser always --pages 200 --latency-ms 50 --skip-trafilatura --skip-no-images --record
+    python bench/throughput.py --browsers always --pages 200 --latency-ms 50 --skip-trafilatura --skip-no-images --record
 """
 
 from __future__ import annotations
@@ -114,25 +116,26 @@ def extraction_cost(passes: int = 2) -> float:
     return cpu / pages
 
 
-def mirror_command(urls: list[str], folder: Path, args: argparse.Namespace, images: bool) -> list[str]:
+def mirror_command(urls: list[str], folder: Path, args: argparse.Namespace, images: bool, browser: str = "never") -> list[str]:
     """`mirror fetch` over `urls`, from a seed file written in `folder`."""
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-    browser = getattr(args, "browser", "never")
+    tabs = ["--browser-tabs", str(args.browser_tabs)] if getattr(args, "browser_tabs", None) else []  # else the default a user gets
     return [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-            "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", browser,
-            "--browser-tabs", str(getattr(args, "browser_tabs", 2)), "--images" if images else "--no-images"]
+            "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", browser, *tabs,
+            "--images" if images else "--no-images"]
 
 
-def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool, nameserver: str | None = None) -> dict:
-    command = mirror_command(urls, folder, args, images)
+def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool, nameserver: str | None = None,
+               browser: str = "never") -> dict:
+    command = mirror_command(urls, folder, args, images, browser)
     watched = []
     env = {**os.environ, **({"MIRROR_NAMESERVERS": nameserver} if nameserver else {})}
     with open(folder / "summary.json", "w") as out:
-        if args.browser != "never":  # bench/browser.py's chromium and its measure of the browser's memory, meanwhile
-            from browser import BrowserMemory, loopback_chromium
+        if browser != "never":  # Debian's chromium, and the browser's memory measured meanwhile
+            from browser import BrowserMemory, chromium_option
 
-            command += loopback_chromium(folder, args.real_dns)
+            command += chromium_option()
             run = measured_run(command, web_pid, lambda pid: watched.append(BrowserMemory(pid)), stdout=out, cwd=folder, env=env)
         else:
             run = measured_run(command, web_pid, stdout=out, cwd=folder, env=env)
@@ -186,14 +189,15 @@ def _paired(values: list[float], form: str, unit: str = "") -> str:
 
 
 def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: list, runs: list[Run]) -> None:
-    """mirror with images, mirror --no-images and trafilatura on one fresh loopback web, `--rounds` times.
+    """mirror with each browser mode (images on), mirror --no-images and trafilatura on one fresh
+    loopback web, `--rounds` times.
 
-    Each round runs the three one after another, in the opposite order to the round before, so
+    Each round runs them one after another, in the opposite order to the round before, so
     that a machine whose speed drifts over minutes (a VM's often does) weighs on all alike; the
     ratios are taken within each round (runs next to each other in time) and reported as medians."""
     web, port, nameserver = start_web(args.hosts, latency, args.image_hosts, not args.no_dns)
     n = args.pages
-    kinds = ["images"] + ([] if args.skip_no_images else ["no-images"]) + ([] if args.skip_trafilatura else ["trafilatura"])
+    kinds = list(args.browsers) + ([] if args.skip_no_images else ["no-images"]) + ([] if args.skip_trafilatura else ["trafilatura"])
     rounds: list[dict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="mirror-bench-") as tmp:
@@ -205,8 +209,10 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
                     before, images_before = served(port), images_served(port)
                     if kind == "trafilatura":
                         got[kind] = run_trafilatura(urls, folder, args, web.pid)
+                    elif kind == "no-images":
+                        got[kind] = run_mirror(urls, folder, args, web.pid, images=False, nameserver=nameserver)
                     else:
-                        got[kind] = run_mirror(urls, folder, args, web.pid, images=kind == "images", nameserver=nameserver)
+                        got[kind] = run_mirror(urls, folder, args, web.pid, images=True, nameserver=nameserver, browser=kind)
                     got[kind]["fetched"], got[kind]["images"] = served(port) - before, images_served(port) - images_before
                 rounds.append(got)
     finally:
@@ -214,48 +220,57 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
         web.wait()
 
     at = f"{latency:g} ms"
-    ours = _median_run([r["images"] for r in rounds])
-    run = ours["run"]
     runs.extend(r[kind]["run"] for r in rounds for kind in kinds)
-    rows += [
-        (f"mirror fetch, images on, {at}" + (f", --browser {args.browser}" if args.browser != "never" else ""), run.describe(n)),
-        (f"  pages and images, {at}", f"{ours['fetched']} pages fetched, {json.dumps(ours['statuses'])}; {ours['images']} images served; "
-                                      f"resources {json.dumps(ours['resources'])}"),
-        (f"  tail, {at}", _paired([r["images"]["tail"] or 0.0 for r in rounds], ".1f", " s") + " from the last page recorded to the run's end; "
-                          f"{ours['deferred']} resources deferred to the next run"),
-    ]
-    tails = [r["images"]["tail"] or 0.0 for r in rounds]
-    verdicts.append((f"tail ≤ 2 s, {at}", _paired(tails, ".1f", " s"), statistics.median(tails) <= 2.0))
-    if "browser" in ours:
-        browser = ours["browser"]
-        renders = sum(browser["rendered"].values())
-        rows += [
-            (f"  render pass, {at}", f"{renders / max(browser['seconds'], 1e-9):.2f} rendered pages/s with --browser-tabs {args.browser_tabs} "
-                                     f"({renders} rendered in {browser['seconds']:.1f} s from browser start: {json.dumps(browser['rendered'])})"),
-            (f"  browser peak memory, {at}", f"{browser['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
-        ]
-        verdicts.append((f"browser peak memory < 1 GB, {at}", f"{browser['peak_mb']:.0f} MB", browser["peak_mb"] < 1024))
-    if "no-images" in kinds:
+    for browser in args.browsers:
+        _mirror_rows(browser, at, n, rounds, rows, verdicts, "trafilatura" in kinds, latency)
+    if "no-images" in kinds and "never" in args.browsers:
         plain = _median_run([r["no-images"] for r in rounds])
-        slower = [r["images"]["run"].measured.wall / r["no-images"]["run"].measured.wall - 1 for r in rounds]
-        rows.append((f"mirror fetch --no-images, {at}", plain["run"].describe(n)))
-        extra = [(r["images"]["run"].measured.cpu - r["no-images"]["run"].measured.cpu) / n * 1000 for r in rounds]
+        slower = [r["never"]["run"].measured.wall / r["no-images"]["run"].measured.wall - 1 for r in rounds]
+        rows.append((f"mirror fetch --browser never --no-images, {at}", plain["run"].describe(n)))
+        extra = [(r["never"]["run"].measured.cpu - r["no-images"]["run"].measured.cpu) / n * 1000 for r in rounds]
         rows.append((f"  images cost in CPU, {at}", _paired(extra, "+.1f", " ms") + " a page, all processes"))
         verdicts.append((f"images cost ≤ 15% of wall, {at}", _paired(slower, "+.0%"), statistics.median(slower) <= 0.15))
-    cores = statistics.median(r["images"]["run"].measured.cpu / r["images"]["run"].measured.wall for r in rounds)
-    peak = max(r["images"]["run"].measured.peak_mb for r in rounds)
-    verdicts.append((f"both cores busy (CPU/wall ≥ 1.8), {at}", f"{cores:.2f}", cores >= 1.8))
-    verdicts.append((f"peak RSS < 400 MB, {at}", f"{peak:.0f} MB", peak < 400))
     if "trafilatura" in kinds:
         theirs = _median_run([r["trafilatura"] for r in rounds])
-        ratios = [r["trafilatura"]["run"].measured.wall / r["images"]["run"].measured.wall for r in rounds]
+        rows.append((f"trafilatura --parallel {args.parallel}, {at}", theirs["run"].describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files"))
+
+
+def _mirror_rows(browser: str, at: str, n: int, rounds: list[dict], rows: list, verdicts: list, against: bool, latency: float) -> None:
+    """One browser mode's rows and verdicts: its run, pages and images, tail, renders, cores, memory, ratio."""
+    name = "default (--browser auto)" if browser == "auto" else f"--browser {browser}"
+    ours = _median_run([r[browser] for r in rounds])
+    rows += [
+        (f"mirror fetch {name}, images on, {at}", ours["run"].describe(n)),
+        (f"  pages and images, {at}", f"{ours['fetched']} pages fetched, {json.dumps(ours['statuses'])}; {ours['images']} images served; "
+                                      f"resources {json.dumps(ours['resources'])}"),
+        (f"  tail, {at}", _paired([r[browser]["tail"] or 0.0 for r in rounds], ".1f", " s") + " from the last page recorded to the run's end; "
+                          f"{ours['deferred']} resources deferred to the next run"),
+    ]
+    tails = [r[browser]["tail"] or 0.0 for r in rounds]
+    verdicts.append((f"tail ≤ 2 s, {name}, {at}", _paired(tails, ".1f", " s"), statistics.median(tails) <= 2.0))
+    if "browser" in ours:
+        browser_run = ours["browser"]
+        renders = sum(browser_run["rendered"].values())
         rows += [
-            (f"trafilatura --parallel {args.parallel}, {at}", theirs["run"].describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files"),
-            (f"ratio, {at}", _paired(ratios, ".2f", "x")),
+            (f"  renders, {at}", f"{renders} pages rendered beside the fetch ({json.dumps(browser_run['rendered'])}); the browser ran "
+                                 f"{browser_run['seconds']:.1f} s from its start to the run's end"),
+            (f"  browser peak memory, {at}", f"{browser_run['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
         ]
+        verdicts.append((f"browser peak memory < 1 GB, {name}, {at}", f"{browser_run['peak_mb']:.0f} MB", browser_run["peak_mb"] < 1024))
+    cores = statistics.median(r[browser]["run"].measured.cpu / r[browser]["run"].measured.wall for r in rounds)
+    peak = max(r[browser]["run"].measured.peak_mb for r in rounds)
+    verdicts.append((f"both cores busy (CPU/wall ≥ 1.8), {name}, {at}", f"{cores:.2f}", cores >= 1.8))
+    verdicts.append((f"peak RSS < 400 MB, {name}, {at}", f"{peak:.0f} MB", peak < 400))
+    if against:
+        ratios = [r["trafilatura"]["run"].measured.wall / r[browser]["run"].measured.wall for r in rounds]
+        cpu = [r[browser]["run"].measured.cpu / n * 1000 for r in rounds]
+        theirs = [r["trafilatura"]["run"].measured.cpu / n * 1000 for r in rounds]
+        rows += [(f"ratio, {name}, {at}", _paired(ratios, ".2f", "x")),
+                 (f"  CPU per page, {name}, {at}", _paired(cpu, ".0f", " ms") + " (all processes); trafilatura's CLI "
+                                                   + _paired(theirs, ".0f", " ms"))]
         want = TARGETS.get(latency)
         if want:
-            verdicts.append((f"≥ {want}x trafilatura, {at}", _paired(ratios, ".2f", "x"), statistics.median(ratios) >= want))
+            verdicts.append((f"≥ {want}x trafilatura, {name}, {at}", _paired(ratios, ".2f", "x"), statistics.median(ratios) >= want))
 
 
 def main() -> None:
@@ -268,10 +283,9 @@ def main() -> None:
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=4, help="trafilatura --parallel")
-    parser.add_argument("--browser", choices=["never", "auto", "always"], default="never",
-                        help="mirror fetch --browser: with auto or always, also report rendered pages/s and the browser's peak memory")
-    parser.add_argument("--browser-tabs", type=int, default=2)
-    parser.add_argument("--real-dns", action="store_true", help="with --browser: let chromium ask the resolver for the pages' CDN names")
+    parser.add_argument("--browsers", nargs="+", choices=["auto", "never", "always"], default=["auto", "never"],
+                        help="the mirror fetch --browser modes to run, each against trafilatura (auto is the default a user gets)")
+    parser.add_argument("--browser-tabs", type=int, default=None, help="default: mirror's own (one per core, as memory allows)")
     parser.add_argument("--no-dns", action="store_true", help="image hosts as before: .invalid names the system answers, IPs for the rest")
     parser.add_argument("--skip-trafilatura", action="store_true")
     parser.add_argument("--skip-no-images", action="store_true", help="do not also run mirror with --no-images")

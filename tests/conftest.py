@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,22 @@ def cli(tmp_path, monkeypatch):
     return run
 
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium_or_skip() -> None:
+    """Browser tests need Debian's chromium: skipped with a message where it is missing, failed under CI."""
+    if CHROMIUM is None:
+        message = "Debian's chromium is not installed (apt-get install chromium); .ci/run installs it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: F401
+    except ImportError:
+        pytest.fail("playwright is missing: install the test extras")
+
+
 def pytest_configure(config):
     """A test run started in the background by a script (`pytest &`) inherits SIGINT ignored, and
     so would every process it starts: the Ctrl-C tests' `mirror fetch` would ignore their Ctrl-C."""
@@ -60,6 +77,26 @@ def run_mirror(*args: str, cwd: Path, env: dict | None = None, timeout: float = 
         text=True,
         timeout=timeout,
     )
+
+
+async def render_directly(renderer, url: str):
+    """A page rendered by a `Renderer` alone (no run, no gates): its document and every request
+    it makes fetched as they are, by httpx. For tests of the browser's own limits."""
+    import httpx
+
+    from mirror.browser.routes import BrowserRequest, Served
+
+    async with httpx.AsyncClient(follow_redirects=True, timeout=10) as client:
+
+        async def answer(request: BrowserRequest) -> Served:
+            try:
+                response = await client.get(request.url, headers={k: v for k, v in request.headers.items() if k.lower() != "host"})
+            except httpx.HTTPError:
+                return Served(refused="failed")
+            return Served(response.status_code, list(response.headers.items()), response.content)
+
+        document = await answer(BrowserRequest(url, {}, True, "document"))
+        return await renderer.render(url, document, answer)
 
 
 def links_json(result) -> list[dict]:

@@ -8,8 +8,6 @@ the reader, the snapshot and the search page go to test-artifacts/.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,10 +23,9 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-from .conftest import ROOT
+from .conftest import CHROMIUM, ROOT, chromium_or_skip
 from .test_fetch import fetch_urls
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "test-artifacts"
 
 ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>显存优化实战</title></head><body>
@@ -38,18 +35,6 @@ ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>�
 <p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
 <p><img src="/diagram.png" alt="示意图"></p><script>document.title = "script ran"</script>
 </article></body></html>"""
-
-
-def chromium_or_skip():
-    if CHROMIUM is None:
-        message = "Debian's chromium is not installed (apt-get install chromium); .ci/run installs it"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    try:
-        from playwright.sync_api import sync_playwright  # noqa: F401
-    except ImportError:
-        pytest.fail("playwright is missing: install the test extras")
 
 
 def free_port() -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from mirror.search import search
 from mirror.store import Archive
 from mirror.store.queries import with_markdown
+from mirror.store.schema import SCHEMA_VERSION
 
 from .fts_check import assert_index_matches_pages
 from .webserver import article
@@ -35,7 +36,7 @@ def test_an_archive_of_schema_8_migrates_in_place_smaller_with_the_same_results(
     size = (folder / "mirror.db").stat().st_size
     with Archive(folder) as archive:
         db = archive.db
-        assert db.execute("pragma user_version").fetchone()[0] == 9
+        assert db.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
         assert "content=''" in db.execute("select sql from sqlite_master where name = 'pages_fts'").fetchone()[0].replace(" ", "")
         assert "markdown" not in {c.name for c in db["pages"].columns}
         assert {row["url"]: with_markdown(row)["markdown"] for row in db.query("select url, markdown_z from pages where markdown_z is not null")} == markdown
@@ -110,7 +111,7 @@ def test_a_view_of_the_users_naming_the_markdown_does_not_stop_the_migration(tmp
     (tmp_path / "s.md").write_text("- https://example.com/new\n", encoding="utf-8")
     assert cli("links", "s.md").exit_code == 0
     conn = sqlite3.connect(folder / "mirror.db")
-    assert conn.execute("pragma user_version").fetchone()[0] == 9
+    assert conn.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("select count(*) from my_notes where markdown is not null").fetchone()[0] == 0
     with Archive(folder) as archive:
         assert all(with_markdown(row)["markdown"] for row in archive.db.query("select markdown_z from pages where status = 'archived'"))

@@ -181,14 +181,14 @@ def test_when_the_original_stops_being_an_article_its_duplicate_takes_its_place(
 
 
 def test_a_page_the_browser_saved_is_checked_for_duplicates_too(tmp_path):
-    from mirror._types import Extraction, PageStatus
+    from mirror._types import Extraction, PageStatus, Render
 
     with Archive(tmp_path / "archive") as archive:
         archive.record_inventory(links_from_urls(["https://example.com/app", "https://example.com/go"]))
         text = _long("袋熊")
         for url in ("https://example.com/app", "https://example.com/go"):
             rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="袋熊", text=text, markdown=text)
-            status = archive.record_render(url, {"status": PageStatus.ARCHIVED, "final_url": "https://example.com/app"}, rendered, [])
+            status = archive.record_render(url, Render(final_url="https://example.com/app", status=200, article=rendered))
         assert status == PageStatus.DUPLICATE
         rows = {row["url"]: row for row in archive.db["pages"].rows}
         assert rows["https://example.com/go"]["same_as"] == "https://example.com/app"
@@ -490,7 +490,7 @@ def test_text_alike_is_one_article_and_a_series_is_not():
 
 
 def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_original(tmp_path):
-    from mirror._types import Extraction, PageStatus
+    from mirror._types import Extraction, PageStatus, Render
 
     text = _long("渲染")
     with Archive(tmp_path / "archive") as archive:
@@ -501,8 +501,7 @@ def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_orig
         db.execute("update pages set status = 'duplicate', same_as = 'https://example.com/a' where url = 'https://example.com/c'")
         rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="Same", text=text, markdown=text,
                               canonical="https://example.com/b")
-        status = archive.record_render("https://example.com/a", {"status": PageStatus.ARCHIVED, "final_url": "https://example.com/a"},
-                                       rendered, [])
+        status = archive.record_render("https://example.com/a", Render(final_url="https://example.com/a", status=200, article=rendered))
         assert status == PageStatus.DUPLICATE
         rows = {row["url"]: (row["status"], row["same_as"]) for row in db["pages"].rows}
         assert rows["https://example.com/a"] == ("duplicate", "https://example.com/b")

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import sqlite_utils
@@ -171,11 +169,10 @@ def test_a_bad_nameservers_value_is_a_clear_error(cli, monkeypatch, value):
     assert "MIRROR_NAMESERVERS" in result.stderr and "Traceback" not in result.output
 
 
-def test_localhost_names_are_this_machine_in_the_browser(web, web2):
-    """chromium answers `*.localhost` itself (127.0.0.1), whatever mirror's resolver says: a
-    public page (127.0.0.2 stands for one) cannot reach this machine through such a name."""
-    from mirror.browser.renderer import Renderer
-
+def test_localhost_names_are_this_machine_in_the_browser(tmp_path, web, web2, monkeypatch):
+    """chromium would answer `*.localhost` itself (127.0.0.1), whatever mirror's resolver says; a
+    rendered page's requests go through the run's client instead, which knows such a name for
+    this machine: a public page (through a proxy) cannot reach it through one."""
     from .test_browser import CHROMIUM, chromium_or_skip
 
     chromium_or_skip()
@@ -183,51 +180,33 @@ def test_localhost_names_are_this_machine_in_the_browser(web, web2):
     for path in ("/secret.png", "/control.png"):
         web.add(path, PNG, content_type="image/png")
     web.add("/status", b"<html><body><p>API_KEY=hunter2</p></body></html>")
-    page = web2.add("/page", f"""<html><body><p>public page</p>
+    web2.add("/page", f"""<html><body><div id=app></div><p>public page</p>
         <img src="http://x.localhost:{port}/secret.png"><img src="http://127.0.0.1:{port}/control.png">
         <script>fetch('http://app.localhost:{port}/admin', {{mode: 'no-cors'}});
         setTimeout(() => {{ location.href = 'http://x.localhost:{port}/status' }}, 300)</script></body></html>""".encode())
-
-    async def go():
-        client = client_for(Path(tempfile.mkdtemp()))
-
-        async def reach_of(url: str):
-            return Reach.PUBLIC if urlsplit(url).hostname == "127.0.0.2" else await client.reach_of(url)
-
-        renderer = Renderer(CHROMIUM, tabs=1, timeout=8, user_agent="MirrorTest/1.0", headers={}, cookies=[],
-                            max_bytes=10**7, reach_of=reach_of)
-        try:
-            return await renderer.render(page, Reach.PUBLIC)
-        finally:
-            await renderer.close()
-            await client.aclose()
-
-    result = asyncio.run(go())
+    monkeypatch.setenv("HTTP_PROXY", web2.url(""))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    url = "http://public.example/page"
+    db = fetch(tmp_path, [url], browser="always", chromium=CHROMIUM, images=False, timeout=8)
+    row = db["pages"].get(url)
+    assert row["rendered_at"] is not None, row["render_note"]
     assert sum(web.recorder.hits.values()) == 0, dict(web.recorder.hits)
-    assert b"hunter2" not in (result.dom or b"")
+    assert "hunter2" not in (row["text"] or "")
 
 
-def test_a_request_the_route_cannot_fetch_fails_at_once(web):
-    """A seed host's request is fetched by the route (to add --header values); when that fetch
-    fails, the request fails then, not at the render's deadline."""
-    from mirror.browser.renderer import Renderer
-
+def test_a_request_that_fails_fails_at_once(tmp_path, web):
+    """A rendered page's request that the run's client cannot make (a closed port) fails then,
+    not at the render's deadline."""
     from .test_browser import CHROMIUM, chromium_or_skip
 
     chromium_or_skip()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{closed}/page"
-
-    async def go():
-        renderer = Renderer(CHROMIUM, tabs=1, timeout=20, user_agent="MirrorTest/1.0", headers={"X-Token": "t"}, cookies=[],
-                            max_bytes=10**7, private_hosts=frozenset({"127.0.0.1"}))
-        started = time.monotonic()
-        try:
-            return await renderer.render(url, None), time.monotonic() - started
-        finally:
-            await renderer.close()
-
-    result, seconds = asyncio.run(go())
-    assert result.error != "render_hung" and seconds < 15, (result.error, result.notes, seconds)
+    url = web.add("/page", f"""<html><body><div id=app></div><p>a page</p>
+        <script>fetch('http://127.0.0.1:{closed}/api').catch(() => {{ document.body.dataset.failed = 'yes' }})</script></body></html>""".encode())
+    started = time.monotonic()
+    db = fetch(tmp_path, [url], browser="always", chromium=CHROMIUM, images=False, timeout=20)
+    seconds = time.monotonic() - started
+    row = db["pages"].get(url)
+    assert row["rendered_at"] is not None and row["render_error"] is None and seconds < 15, (row["render_note"], seconds)

@@ -115,6 +115,7 @@ class VersionState(StrEnum):
     GONE = "gone"  # 404 or 410, or the host dead on checks at least a day apart
     SOFT_404 = Reason.SOFT_404.value  # a 200 that is no article (`versions.note` says why)
     BLOCKED = Reason.BLOCKED.value  # an anti-bot or login page
+    NEEDS_BROWSER = Reason.NEEDS_BROWSER.value  # a browser capture checked without a browser: plain HTTP sees its shell, which changed
     FAILED = "failed"  # could not tell (a timeout, a server error, a host down once): the next check asks again
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "PageStatus",
     "PageToFetch",
     "Reason",
+    "Render",
     "RenderError",
     "ResourceStatus",
     "Source",
@@ -86,6 +87,9 @@ class PageToFetch:
     last_modified: str | None = None
     capture: WarcLocation | None = None  # the saved copy's response record: a re-check that gets its bytes again is a revisit
     final_url: str | None = None  # the saved copy's URL (the last hop of its redirects)
+    captured_by: CaptureKind | None = None  # which capture the saved article came from (a browser's is checked with one)
+    render_gain: bool | None = None  # whether the last render improved on the HTTP capture (None: never rendered)
+    render_basis: str | None = None  # the text hash of the HTTP article that render was compared with
 
 
 @dataclass
@@ -161,6 +165,28 @@ class Extraction:
 
 
 @dataclass
+class Render:
+    """What a browser made of a page's capture, as the store records it (`pages.render_*`, `capture`)."""
+
+    final_url: str  # where the page ended (a challenge reloads into the article)
+    status: int | None = None  # the main document's HTTP status
+    error: RenderError | None = None
+    note: str | None = None
+    dom: WarcLocation | None = None  # the rendered DOM (a `conversion` record referring to the HTTP capture)
+    screenshot: WarcLocation | None = None  # the first screen (PNG)
+    full_screenshot: WarcLocation | None = None  # the page, at most 8000 pixels tall
+    article: Extraction | None = None  # the render's article when it is better than the HTTP capture's: the page's now
+    http_better: bool = False  # the render has an article, and the HTTP capture's is at least as good
+    basis: str | None = None  # the text hash of the HTTP article it was compared with
+    resources: list[Exchange] = field(default_factory=list)  # images, stylesheets and fonts the browser received
+    done: bool = True  # False: the browser crashed under it; the next run renders the page again
+
+    @property
+    def won(self) -> bool:
+        return self.article is not None
+
+
+@dataclass
 class PageResult:
     """What happened to one page in this run."""
 
@@ -171,6 +197,7 @@ class PageResult:
     wayback_timestamp: str | None = None
     extraction: Extraction | None = None
     version: VersionState | None = None  # what it found against the version before (set when it is recorded)
+    render: Render | None = None  # the browser's render of this capture, when it had one
 
     @property
     def ok(self) -> bool:

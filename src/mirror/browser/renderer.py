@@ -3,25 +3,29 @@
 Nothing is downloaded: Playwright launches the given executable (Debian's
 chromium). Each page gets a fresh context (its own cookies and cache, closed
 afterwards); dialogs are dismissed, pop-ups closed, downloads and permission
-prompts refused. A page is captured as soon as it is quiet (no request and no
-DOM change for a moment, before and after scrolling through it), or as it is
-when the time runs out. A browser that crashes or hangs is replaced; one over
-its memory limit is replaced between pages. Given a `Reach`, a page's requests
-go only to addresses no more private than that (the HTTP fetcher's rule).
+prompts refused. The page is loaded from the document it is given (its HTTP
+capture) and every other request it makes is answered by the caller's `Fetcher`
+(the run's HTTP client, with its gates and rules). A page is captured as soon as
+it is quiet (no request and no DOM change for a moment, before and after
+scrolling through it), or as it is when the time runs out. A browser that
+crashes or hangs is replaced; one over its memory limit is replaced between pages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from http.cookiejar import Cookie
+from pathlib import Path
 
-from .._enums import RenderError
-from ..http.gate import Reach
+from .._enums import BrowserMode, RenderError
 from .memory import browser_pss_mb
+from .routes import Fetcher, Served
 from .visit import VIEWPORT, Rendered, Visit, short
+
+__all__ = ["Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
 
 LAUNCH_ARGS = [
     "--no-sandbox",  # we run as root in containers; the pages' scripts still run in a renderer process
@@ -38,7 +42,7 @@ LAUNCH_ARGS = [
     "--disable-extensions",
     # a page kept for the back button would hold its memory until the context closes; Local
     # Network Access would take a document our route fulfilled for a public one and refuse its
-    # loopback requests: which addresses a page may reach is our route's rule (`_Visit.route`)
+    # loopback requests: which addresses a page may reach is the run's rule (`routes`)
     "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache,"
     "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
 ]
@@ -47,8 +51,56 @@ MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is rest
 PAGE_MB = 300.0  # what a page in flight may add to MEMORY_MB: past both, the page is stopped (the 1 GB bound)
 MEMORY_POLL = 1.0  # seconds between two looks at the browser's memory during a page
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
+TAB_MB = 400.0  # what a tab's page may take, for the default number of tabs
+MAX_TABS = 4  # the renderer process limit (--renderer-process-limit)
 
 
+
+
+def find_chromium(explicit: str | os.PathLike | None = None) -> str | None:
+    """`--chromium PATH`, else `MIRROR_CHROMIUM`, else Debian's chromium on the PATH."""
+    named = explicit or os.environ.get("MIRROR_CHROMIUM")
+    if named:
+        path = Path(named)
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | None, str | None]:
+    """(mode, chromium path, why the browser is off) for the options a user gave.
+
+    `auto` without a usable chromium or Playwright becomes `never`, with the reason.
+    """
+    mode = BrowserMode(mode)
+    if mode is BrowserMode.NEVER:
+        return mode, None, None
+    path = find_chromium(chromium)
+    problem = None
+    if path is None:
+        named = chromium or os.environ.get("MIRROR_CHROMIUM")
+        problem = f"{named}: not an executable chromium" if named else "no chromium found (apt install chromium, or --chromium PATH)"
+    else:
+        try:
+            import playwright.async_api  # noqa: F401
+        except ImportError:
+            problem = "Playwright is not installed (pip install playwright)"
+    try:
+        memory_limit_mb()
+    except ValueError:
+        problem = problem or f"MIRROR_BROWSER_MEMORY_MB={os.environ['MIRROR_BROWSER_MEMORY_MB']!r}: not a number of megabytes"
+    if problem:
+        return BrowserMode.NEVER, None, problem
+    return mode, path, None
+
+
+def default_tabs() -> int:
+    """Pages rendered at once when `--browser-tabs` is not given: one per core, as many as the
+    memory holds at TAB_MB each beside the rest of the run, at least 1 and at most MAX_TABS."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (ValueError, OSError, AttributeError):
+        available = 2 * TAB_MB
+    return max(1, min(MAX_TABS, os.cpu_count() or 1, int(available // TAB_MB)))
 
 
 def memory_limit_mb() -> float:
@@ -70,21 +122,14 @@ class Renderer:
         tabs: int,
         timeout: float,
         user_agent: str,
-        headers: dict[str, str],
         cookies: list[Cookie],
-        max_bytes: int,
         memory_mb: float | None = None,
-        reach_of: Callable[[str], Awaitable[object]] | None = None,
-        private_hosts: frozenset[str] | None = None,
     ):
-        """`memory_mb` defaults to `memory_limit_mb()`; `reach_of` says how private a URL's
-        address is (a `Reach`, or anything else when unknown), for renders given a `reach` limit.
-        `headers` (the user's --header values) go only to `private_hosts` (None: to every host)."""
-        self.chromium, self.timeout, self.max_bytes = chromium, timeout, max_bytes
-        self.user_agent, self.headers, self.private_hosts = user_agent, headers, private_hosts
+        """`memory_mb` defaults to `memory_limit_mb()`. The `cookies` (the user's, each for its
+        own domain) are in every page's context, so that its scripts and its requests see them."""
+        self.chromium, self.timeout, self.user_agent = chromium, timeout, user_agent
         self.cookies = [_playwright_cookie(c) for c in cookies]
         self.memory_mb = memory_limit_mb() if memory_mb is None else memory_mb
-        self.reach_of = reach_of
         self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
@@ -97,12 +142,9 @@ class Renderer:
         self._unusable: str | None = None
         self._over: dict[object, str] = {}  # browser -> why it was stopped for its memory
 
-    async def render(self, url: str, reach: Reach | None = None) -> Rendered:
-        """Render `url`; never raises (but for cancellation): failures are in `error` and `notes`.
-
-        With `reach`, the page's requests go only to addresses no more private than that (the
-        HTTP fetcher's rule for a page's resources); the others are refused and counted.
-        """
+    async def render(self, url: str, document: Served, fetch: Fetcher) -> Rendered:
+        """Render the page at `url` from `document` (its capture), its other requests answered
+        by `fetch`; never raises (but for cancellation): failures are in `error` and `notes`."""
         async with self._tabs:
             result = Rendered(url=url, final_url=url)
             if self._unusable:  # one failed start is enough: the rest of the run goes on without a browser
@@ -115,7 +157,7 @@ class Renderer:
                 result.error, result.notes = RenderError.CRASH, [self._unusable]
                 return result
             try:
-                await self._visit(browser, result, reach)
+                await self._visit(browser, result, document, fetch)
             finally:
                 await self._release(browser, result)
             return result
@@ -133,15 +175,13 @@ class Renderer:
                 await self._replace(browser)
                 return
 
-    async def _visit(self, browser, result: Rendered, reach: Reach | None) -> None:
-        context = None
+    async def _visit(self, browser, result: Rendered, document: Served, fetch: Fetcher) -> None:
+        context = visit = None
         watcher = asyncio.ensure_future(self._watch_memory(browser)) if self.memory_mb else None
         try:
             async with asyncio.timeout(self.timeout + GRACE):
                 context = await browser.new_context(
                     user_agent=self.user_agent,
-                    # for every request; else they are added by the route, to the seed hosts only
-                    extra_http_headers=self.headers if self.private_hosts is None else None,
                     viewport=VIEWPORT,
                     accept_downloads=False,
                     service_workers="block",  # their fetches would not be seen, so not captured
@@ -149,10 +189,7 @@ class Renderer:
                 )
                 if self.cookies:
                     await context.add_cookies(self.cookies)
-                visit = Visit(self, context, result)
-                guarded = reach is not None and self.reach_of is not None
-                if guarded or (self.headers and self.private_hosts is not None):
-                    await visit.route(reach if guarded else None)
+                visit = Visit(self, context, result, document, fetch)
                 await visit.run()
         except TimeoutError:
             result.error = RenderError.HUNG
@@ -170,6 +207,8 @@ class Renderer:
                 result.error = result.error or RenderError.FAILED
                 result.notes.append(short(exc))
         finally:
+            if visit is not None:  # its requests still under way go no further
+                await visit.stop_answering()
             if watcher is not None:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)

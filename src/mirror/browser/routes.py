@@ -1,108 +1,108 @@
-"""A rendered page's requests routed through the address rule (only addresses no more private
-than the page's own, a navigation's redirects checked hop by hop) and given the user's --header
-values for the seed hosts only."""
+"""Every request a rendered page makes, answered by the run: the page's own document from its
+HTTP capture (chromium never asks the server for it again), everything else through the run's
+HTTP client (`Fetcher`), so that the browser's requests wait at the same per-host gates as the
+fetch's, follow the same address rule, skip the same dead names and carry the same cookies and
+headers, and are written to the same WARC files."""
 
 from __future__ import annotations
 
+import asyncio
 import re
-from urllib.parse import urljoin, urlsplit
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from ..http.client import proxied
-from ..http.gate import Reach
+__all__ = ["BrowserRequest", "Fetcher", "Routes", "Served"]
 
-__all__ = ["MAX_REDIRECTS", "Routes"]
+# what a page may ask the run for: reading methods only. A script's POST is not sent: with the
+# user's cookies it would act as the user (mark as read, vote, post), and an archive has no use for it.
+_READING = frozenset({"GET", "HEAD"})
 
-MAX_REDIRECTS = 10  # a navigation's redirects checked hop by hop, as the HTTP fetcher follows them
+
+@dataclass(frozen=True)
+class BrowserRequest:
+    """One request of a rendered page, as chromium would send it (its cookies included)."""
+
+    url: str
+    headers: dict[str, str]
+    navigation: bool  # a frame's document (the page reloading after a challenge, a frame)
+    kind: str  # Playwright's resource type: document, script, stylesheet, image, font, xhr, fetch, ...
+
+
+@dataclass
+class Served:
+    """The answer chromium is given: a response (its body decoded) or, `refused`, none."""
+
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    refused: str | None = None  # why the run gave no answer: counted in the render's notes
+
+
+Fetcher = Callable[[BrowserRequest], Awaitable[Served]]
+# the headers a response is fulfilled without: the body is given whole and decoded
+_FRAMING = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 class Routes:
     """The routing part of a `Visit` (its state is the visit's)."""
 
-    reach: Reach | None  # with `route`: how private the page's requests may be
     context: object  # the page's browser context
-    renderer: object  # what the visit knows of its renderer (`visit.Rules`)
     result: object  # the `Rendered` the visit fills in
+    document: Served  # the page's HTTP capture, served for its first load
+    fetch: Fetcher
     counts: dict[str, int]  # refusals by kind
+    answering: set[asyncio.Task]  # requests being answered: stopped with the visit
 
-    async def route(self, reach: Reach | None) -> None:
-        """Route every request (and WebSocket) of the page: through the address rule (with a
-        `reach`), and with the user's --header values for the seed hosts only.
-
-        Chromium follows a redirect without asking the route again, and the headers a route
-        adds go along with it. So a request to a seed host is fetched here with the user's
-        headers, one hop: a redirect goes back to the browser as it is, which follows it
-        without them. A navigation (with a `reach`) is fetched here too, its redirects hop by
-        hop, each checked: one to a more private address is refused before it is asked for.
-        (The fetches here do not go through a proxy: behind one, the browser sends no
-        --header values, and a navigation's redirects are checked once it has landed.)"""
-        self.reach = reach
+    async def route(self) -> None:
+        """Answer every request (WebSockets are refused: the run cannot gate them, and a saved page has no use for them)."""
+        self.first_load = True
         await self.context.route("**/*", self._route)
-        if reach is not None:
-            await self.context.route_web_socket(re.compile(".*"), self._route_socket)
-
-    async def _allowed(self, url: str, count: bool = True) -> bool:
-        if self.reach is None or not url.startswith(("http://", "https://", "ws://", "wss://")) or url == self.result.url:
-            return True  # data:, blob: and the like never leave the browser; the page itself is asked for
-        host = (urlsplit(url).hostname or "").rstrip(".")
-        if host == "localhost" or host.endswith(".localhost"):  # chromium answers these itself: this machine
-            where: object = Reach.LOOPBACK
-        else:
-            where = await self.renderer.reach_of(url.replace("ws", "http", 1) if url.startswith("ws") else url)
-        if not isinstance(where, Reach) or where > self.reach:
-            # (a name our resolver cannot look up is refused too: chromium's may answer it otherwise)
-            self.counts["private"] += count
-            return False
-        return True
-
-    def _private_headers(self, url: str) -> dict[str, str]:
-        hosts = self.renderer.private_hosts
-        return self.renderer.headers if hosts is not None and (urlsplit(url).hostname or "") in hosts else {}
+        await self.context.route_web_socket(re.compile(".*"), self._refuse_socket)
 
     async def _route(self, route) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.answering.add(task)
         try:
             request = route.request
-            if not await self._allowed(request.url):
+            served = await self._served(request)
+            if served.refused:
+                self.counts[served.refused] = self.counts.get(served.refused, 0) + 1
                 await route.abort("blockedbyclient")
-                return
-            if proxied(request.url):
-                await route.continue_()
-                return
-            extra = self._private_headers(request.url)
-            navigation = self.reach is not None and request.is_navigation_request()
-            if not extra and not navigation:
-                await route.continue_()
-                return
-            # (the context's cookies go with it: the fetch is the browser context's)
-            response = await route.fetch(headers={**request.headers, **extra} if extra else None, max_redirects=0)
-            if navigation and not await self._redirects_allowed(route, response):
-                await route.abort("blockedbyclient")
-                return
-            await route.fulfill(response=response)
-        except Exception:  # noqa: BLE001 - the fetch failed, or the page or its context closed meanwhile
+            else:
+                headers = {k.lower(): v for k, v in served.headers if k.lower() not in _FRAMING}
+                await route.fulfill(status=served.status, headers=headers, body=served.body)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the page or its context closed meanwhile, or the answer failed
             try:  # a request left unanswered would hold the page until the render's deadline
                 await route.abort("failed")
             except Exception:  # noqa: BLE001 - answered already, or gone
                 pass
+        finally:
+            if task is not None:
+                self.answering.discard(task)
 
-    async def _redirects_allowed(self, route, response) -> bool:
-        """Whether every hop of a navigation's redirects is allowed, asked hop by hop (the
-        browser then follows them itself, unasked)."""
-        url = route.request.url
-        for _ in range(MAX_REDIRECTS):
-            location = response.headers.get("location") if 300 <= response.status < 400 else None
-            if not location:
-                return True
-            url = urljoin(url, location)
-            if not url.startswith(("http://", "https://")) or not await self._allowed(url):
-                return False
-            response = await route.fetch(url=url, max_redirects=0)
-        return False
+    async def _served(self, request) -> Served:
+        navigation = request.is_navigation_request()
+        if self.first_load and navigation and _main_frame(request):
+            self.first_load = False  # the capture, as mirror decoded it; a reload asks the server
+            return self.document
+        if request.method not in _READING:
+            return Served(refused="write")
+        headers = await request.all_headers()
+        return await self.fetch(BrowserRequest(request.url, headers, navigation, request.resource_type))
 
-    async def _route_socket(self, socket) -> None:
+    async def _refuse_socket(self, socket) -> None:
+        self.counts["socket"] = self.counts.get("socket", 0) + 1
         try:
-            if await self._allowed(socket.url):
-                socket.connect_to_server()
-            else:
-                await socket.close(code=1008, reason="refused by the archiver")
+            await socket.close(code=1008, reason="refused by the archiver")
         except Exception:  # noqa: BLE001
             pass
+
+
+def _main_frame(request) -> bool:
+    try:
+        return request.frame.parent_frame is None
+    except Exception:  # noqa: BLE001 - a worker's request has no frame
+        return False

@@ -1,21 +1,17 @@
-"""One page's visit in a fresh browser context: load, settle (quiet, scrolled, quiet again; a
-challenge given time to reload), capture (the DOM, screenshots, every response received), with
-dialogs dismissed, pop-ups closed and downloads refused."""
+"""One page's visit in a fresh browser context: load (the page's HTTP capture, its other requests
+answered by the run: `routes`), settle (quiet, scrolled, quiet again; a challenge given time to
+reload), capture (the DOM, screenshots), with dialogs dismissed, pop-ups closed and downloads refused."""
 
 from __future__ import annotations
 
 import asyncio
-import io
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .._enums import RenderError
 from ..http.blocked import blocked_reason
-from ..http.gate import Reach
-from ..warc import RENDER_HEADER, Capture
-from .routes import Routes
+from .routes import Fetcher, Routes, Served
 
 __all__ = ["FULL_PAGE_MAX_HEIGHT", "VIEWPORT", "Rendered", "Visit", "short"]
 
@@ -30,7 +26,10 @@ POLL = 0.1
 _REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
             "download": ("download refused", "downloads refused"),
             "private": ("request to a more private address than the page's refused (--allow-private to allow)",
-                        "requests to more private addresses than the page's refused (--allow-private to allow)")}
+                        "requests to more private addresses than the page's refused (--allow-private to allow)"),
+            "write": ("request other than GET not sent", "requests other than GET not sent"),
+            "socket": ("WebSocket refused", "WebSockets refused"),
+            "budget": ("response over the render's --max-bytes budget not fetched", "responses over the render's --max-bytes budget not fetched")}
 # a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
 # milliseconds since the DOM last changed: a MutationObserver installed before the page's own scripts run
 _WATCH_CHANGES = """(() => { const mark = () => { window.__mirrorChanged = performance.now(); }; mark();
@@ -63,7 +62,6 @@ class Rendered:
     dom: bytes | None = None  # serialized DOM after the page settled, UTF-8
     screenshot: bytes | None = None  # PNG of the first screen
     full_screenshot: bytes | None = None  # PNG of the page, at most FULL_PAGE_MAX_HEIGHT tall
-    responses: list[Capture] = field(default_factory=list)
     error: RenderError | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -72,27 +70,21 @@ class Rules(Protocol):
     """What a visit needs of its renderer."""
 
     timeout: float
-    max_bytes: int
-    headers: dict[str, str]
-    private_hosts: frozenset[str] | None
-    reach_of: Callable[[str], Awaitable[object]] | None
 
 
 class Visit(Routes):
     """One page in one context: load, settle, capture."""
 
-    def __init__(self, renderer: Rules, context, result: Rendered):
+    def __init__(self, renderer: Rules, context, result: Rendered, document: Served, fetch: Fetcher):
         self.renderer, self.context, self.result = renderer, context, result
+        self.document, self.fetch = document, fetch
         self.loop = asyncio.get_running_loop()
         self.deadline = self.loop.time() + renderer.timeout
-        self.saving: set[asyncio.Task] = set()
-        self.bytes = 0
-        self.dropped = 0
+        self.answering: set[asyncio.Task] = set()
         self.counts = dict.fromkeys(_REFUSED, 0)
         self.download_started = asyncio.Event()
         self.in_flight: dict[object, float] = {}  # request -> when it started
         self.last_request = self.loop.time()
-        self.reach: Reach | None = None  # with `route`: how private the page's requests may be
 
     def left_ms(self, cap: float | None = None) -> float:
         left = max(self.deadline - self.loop.time(), 0.05)
@@ -107,8 +99,9 @@ class Visit(Routes):
         page.on("response", self._document)
         page.on("request", self._started)
         page.on("requestfailed", self._ended)
-        page.on("requestfinished", self._finished)
+        page.on("requestfinished", self._ended)
         await page.add_init_script(_WATCH_CHANGES)
+        await self.route()
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         # a page that starts a download never finishes loading: stop waiting at the download
@@ -194,11 +187,6 @@ class Visit(Routes):
 
     async def _capture(self) -> None:
         page = self.page
-        if not await self._allowed(page.url, count=False):  # landed where it may not (a redirect behind a proxy)
-            self.result.final_url = page.url
-            self.result.error = RenderError.BLOCKED
-            self.result.notes.append("the page navigated to a more private address than its own; nothing of it was kept (--allow-private to allow)")
-            return
         for _ in range(3):
             try:
                 self.result.dom = (await page.content()).encode("utf-8")
@@ -217,15 +205,17 @@ class Visit(Routes):
             self.result.notes.append(f"no screenshot: {short(exc)}")
 
     async def _finish(self) -> None:
-        if self.saving:
-            await asyncio.wait(self.saving, timeout=5)
-            for task in self.saving:
-                task.cancel()
+        await self.stop_answering()
         for kind, (one, many) in _REFUSED.items():
-            if self.counts[kind]:
+            if self.counts.get(kind):
                 self.result.notes.append(f"{self.counts[kind]} {one if self.counts[kind] == 1 else many}")
-        if self.dropped:
-            self.result.notes.append(f"{self.dropped} responses over the {self.renderer.max_bytes:,}-byte budget not saved")
+
+    async def stop_answering(self) -> None:
+        """The requests still being answered are stopped: the page is captured (or given up)."""
+        tasks = list(self.answering)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _timed_out(self, what: str) -> None:
         if self.result.error is None:
@@ -260,48 +250,6 @@ class Visit(Routes):
 
     def _ended(self, request) -> None:
         self.in_flight.pop(request, None)
-
-    def _finished(self, request) -> None:
-        self._ended(request)
-        task = asyncio.ensure_future(self._save(request))
-        self.saving.add(task)
-        task.add_done_callback(self.saving.discard)
-
-    async def _save(self, request) -> None:
-        """A response the browser received, as a WARC capture (so the snapshot can be replayed);
-        not one from a more private address than the page may reach (a redirect got there)."""
-        if not request.url.startswith(("http://", "https://")) or not await self._allowed(request.url, count=False):
-            return
-        try:
-            response = await request.response()
-            if response is None:
-                return
-            try:
-                body = await response.body()
-            except Exception:  # noqa: BLE001 - redirects and aborted loads have no body
-                body = b""
-            headers = [(h["name"], h["value"]) for h in await response.headers_array()]
-            request_headers = [(h["name"], h["value"]) for h in await request.headers_array()]
-        except Exception:  # noqa: BLE001 - the page closed under it: a response in flight is lost
-            return
-        if self.bytes + len(body) > self.renderer.max_bytes:
-            self.dropped += 1
-            return
-        self.bytes += len(body)
-        self.result.responses.append(
-            Capture(
-                url=request.url,
-                method=request.method,
-                request_headers=request_headers,
-                status=response.status,
-                reason=response.status_text,
-                http_version="HTTP/1.1",
-                # the body is stored decoded, so its encoding no longer applies
-                response_headers=[(k, v) for k, v in headers if k.lower() != "content-encoding"],
-                body=io.BytesIO(body),
-                extra_warc_headers={RENDER_HEADER: self.result.url},
-            )
-        )
 
 
 def short(exc: BaseException) -> str:

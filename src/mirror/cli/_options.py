@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .._enums import BrowserMode
 from ._common import ARCHIVE_ENV
 
 ArchiveDir = Annotated[
@@ -40,5 +41,13 @@ WaybackApi = Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base
 Workers = Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")]
 ExtractTimeout = Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")]
 Chromium = Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")]
-BrowserTabs = Annotated[int, typer.Option(min=1, help="Pages rendered at once in the browser.")]
+BrowserTabs = Annotated[int | None, typer.Option(min=1, help="Pages rendered at once in the browser.", show_default="one per core, as memory allows, at most 4")]
+Browser = Annotated[
+    BrowserMode,
+    typer.Option(
+        envvar="MIRROR_BROWSER",
+        case_sensitive=False,
+        help="Render pages in chromium: auto (JavaScript challenges, app shells, pages a script fills), always (every HTML page), never.",
+    ),
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]

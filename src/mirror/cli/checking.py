@@ -12,7 +12,23 @@ import typer
 
 from .._enums import BrowserMode, VersionState
 from ._common import err, fail, open_archive, print_json, safe
-from ._options import AllowPrivate, ArchiveDir, Concurrency, Cookies, Delay, Header, PerHost, Retries, Timeout, UserAgent, Wayback, WaybackApi
+from ._options import (
+    AllowPrivate,
+    ArchiveDir,
+    Browser,
+    BrowserTabs,
+    Chromium,
+    Concurrency,
+    Cookies,
+    Delay,
+    Header,
+    PerHost,
+    Retries,
+    Timeout,
+    UserAgent,
+    Wayback,
+    WaybackApi,
+)
 
 if TYPE_CHECKING:
     from ..fetch import Summary
@@ -22,7 +38,7 @@ _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", re.IGNORECASE)
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _ROT = (VersionState.GONE, VersionState.SOFT_404, VersionState.BLOCKED)
 _ORDER = (VersionState.SAME, VersionState.CHANGED, VersionState.MOVED, VersionState.GONE, VersionState.SOFT_404,
-          VersionState.BLOCKED, VersionState.FAILED, VersionState.FIRST)
+          VersionState.BLOCKED, VersionState.NEEDS_BROWSER, VersionState.FAILED, VersionState.FIRST)
 _WORDS = {VersionState.SAME: "unchanged", VersionState.FIRST: "archived for the first time"}
 
 
@@ -52,6 +68,9 @@ def check(
     allow_private: AllowPrivate = False,
     wayback: Wayback = False,
     wayback_api: WaybackApi = "https://archive.org",
+    browser: Browser = BrowserMode.AUTO,
+    chromium: Chromium = None,
+    browser_tabs: BrowserTabs = None,
     fail_on_rot: Annotated[bool, typer.Option("--fail-on-rot", help=f"Exit {RotFound} when a page went gone, soft 404 or blocked.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON: counts, the pages that are not unchanged, link health.")] = False,
 ) -> None:
@@ -69,7 +88,7 @@ def check(
         fail("--header goes with --site or --seed: a check asks every host in the archive, and the header would go to all of them", code=2)
     if (site is not None and not site.strip()) or (seed is not None and not seed.strip()):
         fail("--site and --seed take a name (a host, a reading list as `mirror links` names it)", code=2)
-    options = _options({**locals(), "browser": BrowserMode.NEVER, "chromium": None, "header_all_hosts": False})
+    options = _options({**locals(), "header_all_hosts": False})
     options.refresh = options.retry_failed = options.check = True
     with open_archive(archive, lock=True) as store:
         from ..store.health import pages_to_check

@@ -17,6 +17,7 @@ from ._options import (
     ArchiveDir,
     AsJson,
     Backoff,
+    Browser,
     BrowserTabs,
     Chromium,
     Concurrency,
@@ -82,16 +83,9 @@ def fetch(
     images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
     workers: Workers = None,
     extract_timeout: ExtractTimeout = 30.0,
-    browser: Annotated[
-        BrowserMode,
-        typer.Option(
-            envvar="MIRROR_BROWSER",
-            case_sensitive=False,
-            help="Render pages in chromium: auto (pages without text, app shells, JavaScript challenges), always (every HTML page), never.",
-        ),
-    ] = BrowserMode.AUTO,
+    browser: Browser = BrowserMode.AUTO,
     chromium: Chromium = None,
-    browser_tabs: BrowserTabs = 2,
+    browser_tabs: BrowserTabs = None,
     as_json: AsJson = False,
 ) -> None:
     """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:
@@ -195,7 +189,7 @@ def _headers(header: list[str] | None, user_agent: str | None) -> dict[str, str]
 
 def _browser(browser: BrowserMode, chromium: str | None) -> tuple[BrowserMode, str | None]:
     """The browser mode and the chromium the run renders with; without one, `auto` goes on over HTTP."""
-    from ..browser.rendering import find_chromium, resolve
+    from ..browser.renderer import find_chromium, resolve
 
     if chromium and find_chromium(chromium) is None:
         fail(f"--chromium {chromium}: not an executable chromium", code=2)

@@ -18,7 +18,8 @@ from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
     from .._types import Extraction
-    from .article import clean_text, count_words, decode_html, extract, extract_capture, extract_plain_capture
+    from .article import clean_text, count_words, extract, extract_capture, extract_plain_capture
+    from .charset import decode_html
     from .pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
 
 __all__ = [
@@ -27,6 +28,6 @@ __all__ = [
 ]
 
 __getattr__ = lazy_exports(__name__, {
-    "Extraction": "mirror._types", "clean_text": ".article", "extract_plain_capture": ".article", "count_words": ".article", "decode_html": ".article", "extract": ".article", "extract_capture": ".article",
+    "Extraction": "mirror._types", "clean_text": ".article", "extract_plain_capture": ".article", "count_words": ".article", "decode_html": ".charset", "extract": ".article", "extract_capture": ".article",
     "EXTRACT_TIMEOUT": ".pool", "extraction_pool": ".pool", "safe_extract": ".pool",
 })

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from .._types import Extraction, PageStatus, WarcLocation
 from .._util.segment import index_values
-from .._util.text import decode
 from ..warc import read_payload
-from .charset import legacy_chinese
+from .charset import decode_html
 from .css import tree_requisites
 from .figures import mark_images
 from .images import document_base
@@ -31,10 +30,6 @@ MIN_WORDS = 30  # fewer than this and a page has no article to read
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:['’][A-Za-z]+)?")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
-_WESTERN = {"iso-8859-1", "latin1", "latin-1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii"}  # decode any bytes
-# labels read with a superset's decoder, as the WHATWG Encoding Standard reads them
-_WHATWG = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "big5": "big5hkscs", "x-euc-tw": "big5hkscs"}
 _HTML_LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([A-Za-z]{2,3})""", re.I)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
 
@@ -168,53 +163,6 @@ def extract(body: bytes, url: str, content_type: str | None = None, stylesheets:
     if kind == "html":
         return _extract_html(body, url, content_type, stylesheets)
     return Extraction(status=PageStatus.NO_TEXT, kind="other")
-
-
-def decode_html(body: bytes, content_type: str | None = None) -> str:
-    """Decode without mojibake: UTF-8 if valid, else the declared charset, else detection.
-
-    Headers and <meta charset> are often wrong (UTF-8 bytes labelled gb2312,
-    GBK bytes labelled UTF-8, a server's default ISO-8859-1 on a GB2312 page), so a
-    declaration only counts if it decodes the bytes cleanly, and a Western
-    single-byte one (which decodes anything) yields to bytes that read as
-    Chinese. GB2312 and GBK are read as their superset GB18030. A declared legacy charset
-    whose bytes hold a few bad sequences (one in 2,000 bytes at most) is read with it, the bad
-    bytes replaced, as browsers show the page: never by switching to another encoding.
-    """
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    declared = []
-    if content_type and "charset=" in content_type.lower():
-        declared.append(content_type.lower().split("charset=")[-1].split(";")[0].strip(" \"'"))
-    match = _META_CHARSET.search(body[:4096])
-    if match:
-        declared.append(match[1].decode("ascii", "ignore").lower())
-    for charset in declared:
-        charset = _WHATWG.get(charset, charset)
-        if charset.replace("_", "-") in _WESTERN:
-            continue
-        text = decode(body, charset)
-        if text is not None:
-            return text
-    chinese = legacy_chinese(body)
-    if chinese is not None:
-        return chinese
-    for charset in declared:
-        text = decode(body, charset)
-        if text is not None:
-            return text
-    for charset in declared:  # a declared legacy charset with a few bad byte sequences: as browsers show it
-        charset = _WHATWG.get(charset, charset)
-        if charset.replace("_", "-") in _WESTERN or charset.replace("_", "-") in ("utf-8", "utf8"):
-            continue
-        text = decode(body, charset, "replace")
-        if text is not None and text.count("\ufffd") <= max(8, len(body) // 2000):
-            return text
-    from trafilatura.utils import decode_file
-
-    return decode_file(body)
 
 
 def count_words(text: str) -> int:

@@ -50,7 +50,7 @@ class FetchOptions:
     workers: int | None = None  # extraction processes (default: one per core)
     browser: str = "never"  # auto, always or never: see mirror.browser (the CLI defaults to auto)
     chromium: str | None = None  # default: MIRROR_CHROMIUM, else chromium on the PATH
-    browser_tabs: int = 2  # pages rendered at once
+    browser_tabs: int | None = None  # pages rendered at once (default: `browser.default_tabs()`)
     allow_private: bool = False  # resources may come from private/loopback addresses whatever the page's
     page_reach: int | None = None  # a `Reach`: pages no more private than this (a feed's entries: than the feed); None: as listed
     header_all_hosts: bool = False  # send `headers` everywhere, not only to the seed URLs' hosts

@@ -2,14 +2,16 @@
 
 `run` picks the pages to fetch from the archive, fetches them with retries,
 glued-URL repairs and an optional Wayback fallback, and records each page as
-soon as it is done, so an interrupted run loses nothing it finished. The
-browser pass follows, for the pages that need JavaScript.
+soon as it is done, so an interrupted run loses nothing it finished. A page whose
+capture shows that its article needs JavaScript is rendered in chromium from that
+capture as soon as it is extracted, while the other pages are fetched (`render`),
+and recorded once, with whichever article is better.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import dataclasses
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -18,17 +20,34 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import warc
-from .._types import Exchange, Extraction, Outcome, PageResult, PageStatus, PageToFetch, Reason, Source, VersionState
+from .._types import (
+    BrowserMode,
+    CaptureKind,
+    Exchange,
+    Extraction,
+    Outcome,
+    PageResult,
+    PageStatus,
+    PageToFetch,
+    Reason,
+    Render,
+    RenderError,
+    Source,
+    VersionState,
+)
 from .._util.faults import crash_point
-from ..browser import render_pass
+from ..browser.decide import THIN_WORDS
+from ..browser.renderer import resolve
 from ..extract.pool import extraction_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
+from ..store.queries import warc_location
 from . import requisites, soft404
 from .options import FetchOptions, load_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover
+from .render import Renders, http_article
 from .resources import MAX_IMAGES, Seen, fetch_images, resources_tail
 from .summary import Summary, outcome_of
 
@@ -68,24 +87,24 @@ def run(
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images))
+        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images) -> None:
+async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only) -> None:
     """The run's client, writer and pool are made inside the event loop that uses them."""
-    await _Run(archive, options, cookies, summary, pages, on_page, on_render).all(suspects, recoverable, missing_images)
+    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only).all(suspects, recoverable, missing_images)
 
 
 class _Run:
     """One run's fetch: its client, writer and extraction pool, and what it has counted so far."""
 
     def __init__(self, archive: Archive, options: FetchOptions, cookies: CookieJar | None, summary: Summary,
-                 pages: list[PageToFetch], on_page: PageHook | None, on_render: RenderHook | None):
+                 pages: list[PageToFetch], on_page: PageHook | None, on_render: RenderHook | None, only: set[str] | None = None):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
-        self.on_page, self.on_render = on_page, on_render
+        self.on_page, self.on_render, self.only = on_page, on_render, only
         self.pool = extraction_pool(options.workers)
         self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
         self.client = _client(self.writer, options, cookies, pages, archive)
@@ -99,10 +118,10 @@ class _Run:
         self.page_tasks: list[asyncio.Task] = []
         self.image_tasks: list[asyncio.Task] = []
         self.unresolved: list[str] = []  # pages whose host name did not resolve in this run
-        self.not_archived: dict[str, tuple[Outcome, str | None]] = {}  # counts the browser pass may change
         self.counted: dict[str, Outcome] = {}  # this run's pages, as counted in the summary
         self.seen = Seen(archive.archived_resource_urls() if options.images else set())
         self.probes: dict[str, asyncio.Future[soft404.Probe]] = {}  # server -> its answer for a path that cannot exist
+        self.renders = _renders(self, cookies)
 
     async def all(self, suspects: list[Path], recoverable: list[PageToFetch], missing_images: list) -> None:
         """Recover, fetch every page, finish their resources, render; whatever ends it, end cleanly."""
@@ -114,16 +133,21 @@ class _Run:
                     self.probe_soon(page.final_url or page.url)
             self.page_tasks += [asyncio.create_task(self.page(page)) for page in self.pages if page.url not in recovered]
             self.record_recovered(recoverable, recovered)
+            if self.renders is not None:  # saved captures a run without a browser made, that need one
+                always = self.renders.mode is BrowserMode.ALWAYS
+                fetching = {page.url for page in self.pages} | set(recovered)
+                self.page_tasks += [asyncio.create_task(self.render_saved(row))
+                                    for row in self.archive.pages_to_render(always, THIN_WORDS, self.only) if row["url"] not in fetching]
             # images an interrupted run did not finish, or that a re-extraction found
             self.image_tasks.extend(asyncio.create_task(self.page_resources(*m)) for m in missing_images)
             await asyncio.gather(*self.page_tasks)
             grace = min(self.options.tail_grace, self.resources.timeout)
             self.summary.tail_seconds = await resources_tail(self.client, self.image_tasks, self.page_tasks, grace)
-            if self.options.browser != "never":  # pages that need JavaScript, after every HTTP capture
-                await self.render()
             finished = True
         finally:
             await self.stop_tasks()
+            if self.renders is not None:
+                await self.renders.close()
             self.record_the_network()
             if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
                 self.pool.kill_workers()
@@ -148,7 +172,7 @@ class _Run:
                     reason = soft404.verdict(result.url, result.final.final_url, article.title, article.text, article.word_count)
                     if reason is not None:
                         result.final.error, result.final.message, article = Reason.SOFT_404, f"soft 404: {reason}", None
-                self.done(page, result, article)
+                self.page_tasks.append(asyncio.create_task(self.finish(page, result, article)))
                 self.summary.recovered += 1
 
     async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
@@ -171,7 +195,40 @@ class _Run:
             raise  # a stop, or storage failing: the run ends with a clear message
         except Exception as exc:  # noqa: BLE001 - one page must never end the run
             result, article = internal_failure(page.url, exc), None
+        await self.finish(page, result, article)
+
+    async def finish(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
+        """Render the page if its capture needs a browser, then record it once, with the better article."""
+        if self.renders is not None:
+            try:
+                article = await self.rendered(page, result, article)
+            except (asyncio.CancelledError, OSError, sqlite3.Error):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a render never costs the page its HTTP capture
+                result.render = Render(final_url=result.final.final_url, error=RenderError.FAILED,
+                                       note=f"internal error while rendering: {type(exc).__name__}: {str(exc)[:300]}")
         self.done(page, result, article)
+
+    async def rendered(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> Extraction | None:
+        """The page's article after its render, when its capture shows the browser can improve it
+        (or its saved copy is a render: a re-check renders it again); `result.render` says how it went."""
+        final = result.final
+        blocked = final.message if final.error == Reason.BLOCKED else None
+        if result.source != Source.LIVE or final.location is None or final.revisit or not (final.status == 200 or blocked):
+            return article
+        if page.captured_by == CaptureKind.BROWSER and final.ok:
+            why: str | None = "its saved copy is a render"
+        else:
+            why = await self.renders.reason(final.location, article, blocked, page.render_gain, page.render_basis)
+        if why is None:
+            return article
+        reach = await page_reach(self.client, final.final_url, self.options)
+        render = result.render = await self.renders.render(page.url, final, article, reach)
+        if not render.won:
+            return article
+        if blocked:  # the browser got past the challenge: the page is its render (the attempts keep what the server said)
+            result.final = dataclasses.replace(final, status=render.status or 200, error=None, message=None)
+        return render.article
 
     async def unless_soft_404(self, result: PageResult, article: Extraction) -> Extraction | None:
         """The article, or None when the answer is a soft 404 (the page then fails with its reason).
@@ -210,12 +267,14 @@ class _Run:
         return soft404.Probe(answer.status, answer.final_url, text)
 
     def done(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
-        """Record a page's fetch, count it, and start on its resources."""
+        """Record a page's fetch (and render), count it, and start on its resources."""
         recorded = self.archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
         if result.final.error == Reason.DNS and not page.has_capture:
             self.unresolved.append(page.url)  # pending again if the run finds the network down
         result.extraction = article
         self.count(page, result, PageStatus.DUPLICATE if recorded == PageStatus.DUPLICATE else None)
+        if result.render is not None:
+            self.count_render(page.url, result.render, recorded or (PageStatus(article.status) if result.render.won and article else None))
         if self.on_page:
             self.on_page(result, self.summary)
         if self.options.images and article is not None and recorded == PageStatus.ARCHIVED:
@@ -237,8 +296,6 @@ class _Run:
             summary.versions[result.version] += 1
         self.counted[page.url] = outcome
         self.changed_by_others()
-        if outcome != Outcome.ARCHIVED:
-            self.not_archived[page.url] = (outcome, None if result.ok else result.final.error or "unknown")
         if not result.ok:
             summary.errors[result.final.error or "unknown"] += 1
             host = urlsplit(result.final.final_url).netloc.lower()  # the hop that failed
@@ -287,19 +344,32 @@ class _Run:
             pass
         archive.record_resources(url, list(fetched.values()))
 
-    async def render(self) -> None:
-        """The browser pass; a challenge the browser got past is counted as archived."""
-        def rendered(url: str, outcome: str, status: PageStatus | None) -> None:
-            if status is not None and url in self.not_archived:
-                self.summary.recount(*self.not_archived.pop(url), Outcome(status))
-                self.counted[url] = Outcome(status)
-            self.changed_by_others()
-            if self.on_render:
-                self.on_render(url, outcome, self.summary)
+    async def render_saved(self, row: dict) -> None:
+        """Render a saved capture that a run without a browser made, if it needs one, and record how it went."""
+        url = row["url"]
+        location = warc_location(row) or self.archive.last_capture(url)
+        blocked = row["error_message"] if row["error"] == Reason.BLOCKED else None
+        http = http_article(row)
+        why = await self.renders.reason(location, http, blocked)
+        if why is None:
+            return
+        final_url = row["final_url"] or url
+        capture = Exchange(url=url, final_url=final_url, status=row["http_status"], location=location)
+        render = await self.renders.render(url, capture, http, await page_reach(self.client, final_url, self.options))
+        status = self.archive.record_render(url, render)
+        self.count_render(url, render, status)
 
-        client, options = self.client, self.options
-        await render_pass(self.archive, self.writer, self.pool, options, self.cookies, self.summary.rendered, rendered,
-                          functools.partial(client.reach_of, resource=True), lambda url: page_reach(client, url, options))
+    def count_render(self, url: str, render: Render, status: PageStatus | None) -> None:
+        """A render's outcome in the summary (a challenge the browser got past counts as archived),
+        and its images, stylesheets and fonts as the page's resources (not asked for again)."""
+        if render.resources:
+            self.archive.record_resources(url, render.resources, done=False)
+            self.seen.archived.update(exchange.url for exchange in render.resources)
+        outcome = str(render.error or (f"{status} from {CaptureKind.BROWSER}" if render.won else f"kept {CaptureKind.HTTP}"))
+        self.summary.rendered[outcome] += 1
+        self.changed_by_others()
+        if self.on_render:
+            self.on_render(url, outcome, self.summary)
 
     async def stop_tasks(self) -> None:
         tasks = self.page_tasks + self.image_tasks + list(self.probes.values())
@@ -331,6 +401,16 @@ class _Run:
             self.archive.mark_warcs_closed([f for f in self.writer.opened if f not in self.writer.unfinished])
         except (OSError, sqlite3.Error):
             pass
+
+
+def _renders(run: _Run, cookies: CookieJar | None) -> Renders | None:
+    """The run's browser, when its options ask for one and a chromium is there (else None: HTTP only)."""
+    options = run.options
+    mode, chromium, _ = resolve(options.browser, options.chromium)
+    if mode is BrowserMode.NEVER:
+        return None
+    options = dataclasses.replace(options, browser=mode, chromium=chromium)
+    return Renders(run.archive, run.writer, run.client, run.resources, run.seen, options, cookies, run.extract)
 
 
 def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> Client:

@@ -25,7 +25,7 @@ from ..warc import CaptureWriter
 from . import direct as _direct
 from . import transport as _net
 from .failures import failed
-from .gate import Budget, Reach
+from .gate import Budget, Reach, server_key
 from .health import HostHealth
 from .hop import Hops
 from .lookups import Lookups, ascii_host
@@ -170,6 +170,7 @@ class Client(Hops):
         budget: Budget | None = None,
         reach: Reach | None = None,
         same_reach: bool = False,
+        render_for: str | None = None,
     ) -> Exchange:
         """GET `url`, following up to max_redirects redirects by hand.
 
@@ -178,17 +179,23 @@ class Client(Hops):
         on an address no more private than that (resources of a page); with
         `same_reach`, every redirect no more private than `url` itself (a page's:
         a public page that redirects to this machine or the intranet is refused).
+        `render_for` names the page a browser asked this for while rendering it: its
+        records say so (`warc.RENDER_HEADER`), and crash recovery leaves them alone.
         """
         self._sweep_soon()
         chain = [url]
         current = url
+        origin = server_key(url)
         started: float | None = None
         own = 0.0  # the hops' own time, our politeness waits between them left out
         for hops in range(self.max_redirects + 1):
             if same_reach and hops == 1 and reach is None:
                 where = await self.reach_of(url)
                 reach = where if isinstance(where, Reach) else Reach.PUBLIC
-            hop = await self._hop(current, headers or {}, original=url, budget=budget, reach=reach)
+            # a redirect to another server goes without the credentials the request carried (a browser's
+            # cookies for the first host); that server's own cookies come from the run's jar
+            sent = (headers or {}) if server_key(current) == origin else _without_credentials(headers)
+            hop = await self._hop(current, sent, original=url, budget=budget, reach=reach, render_for=render_for)
             started = started or hop.started_at  # time spent queueing for a host is not counted
             hop.url, hop.redirects = url, chain[1:]
             own += hop.elapsed
@@ -282,6 +289,13 @@ class Client(Hops):
     def _deferred(self, url: str) -> Exchange:
         self.deferred += 1
         return failed(url, url, Reason.DEFERRED, "the host name had no answer yet when the run ended; the next run asks again", give_up=True)
+
+
+_CREDENTIALS = frozenset({"cookie", "authorization", "proxy-authorization"})
+
+
+def _without_credentials(headers: dict[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (headers or {}).items() if k.lower() not in _CREDENTIALS}
 
 
 def _next_hop(url: str, current: str, location: str, chain: list[str], started: float) -> str | Exchange:

@@ -49,9 +49,10 @@ class Hops:
     def _proxied(self, url: str) -> bool: ...
     async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False, resource: bool = False) -> Reach | Exchange: ...
 
-    async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
+    async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None,
+                   render_for: str | None = None) -> Exchange:
         try:
-            return await self._hop_unguarded(url, headers, original, budget, reach)
+            return await self._hop_unguarded(url, headers, original, budget, reach, render_for)
         except (httpx.InvalidURL, UnicodeError, ValueError, IndexError) as exc:  # idna and httpx refuse the URL
             return failed(url, url, Reason.BAD_URL, f"malformed URL: {type(exc).__name__}: {str(exc)[:300]}", give_up=True)
         except asyncio.CancelledError:
@@ -59,7 +60,8 @@ class Hops:
         except Exception as exc:  # noqa: BLE001 - one URL must never end the run
             return failed(url, url, Reason.INTERNAL, f"internal error: {type(exc).__name__}: {str(exc)[:300]}", give_up=True)
 
-    async def _hop_unguarded(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None) -> Exchange:
+    async def _hop_unguarded(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None,
+                             render_for: str | None) -> Exchange:
         host = (urlsplit(url).netloc or "").lower()
         if self.health.refuses(url, host):
             return self.health.refused(url, host)
@@ -81,8 +83,8 @@ class Hops:
         hop.content_type = response.headers.get("content-type")
         hop.etag = response.headers.get("etag")
         hop.last_modified = response.headers.get("last-modified")
-        capture = request.capture(response, body, truncated, original)
-        repeated = None if truncated or response.status_code != 200 else self._repeats(original, url, body)
+        capture = request.capture(response, body, truncated, {warc.RENDER_HEADER: render_for} if render_for else {PAGE_HEADER: original})
+        repeated = None if truncated or response.status_code != 200 or render_for else self._repeats(original, url, body)
         if repeated is not None:  # the saved copy's bytes again: a revisit record, no second body
             hop.location, hop.revisit = self.writer.write_revisit(capture, repeated), True
         else:
@@ -209,8 +211,8 @@ class _Request:
             self.http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", self.parsed)))
         return response
 
-    def capture(self, response, body, truncated: bool, original: str) -> Capture:
-        """The exchange as WARC writes it."""
+    def capture(self, response, body, truncated: bool, names: dict[str, str]) -> Capture:
+        """The exchange as WARC writes it; `names` says for which page (`warc.PAGE_HEADER` or `RENDER_HEADER`)."""
         extra = {"WARC-Truncated": "length"} if truncated else {}
         return Capture(
             url=self.url,
@@ -221,7 +223,7 @@ class _Request:
             http_version=response.http_version,
             response_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
             body=body,
-            extra_warc_headers={**extra, PAGE_HEADER: original},
+            extra_warc_headers={**extra, **names},
             target=(self.request.url if self.pool is None else self.parsed).raw_path.decode("ascii"),
         )
 

@@ -15,7 +15,7 @@ import sqlite_utils
 from datasette import Response
 from markdown_it import MarkdownIt
 
-from ..extract.article import decode_html
+from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search

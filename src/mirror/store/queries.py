@@ -112,7 +112,8 @@ class PipelineReads:
         if only is None and linked:
             where += " and exists (select 1 from links where links.url = pages.url)"
         rows = self.db.query(
-            f"select url, candidates, warc_file, warc_offset, warc_length, final_url, etag, last_modified from pages where {where} order by first_seen, url",
+            f"select url, candidates, warc_file, warc_offset, warc_length, final_url, etag, last_modified, capture, render_gain, "
+            f"render_basis from pages where {where} order by first_seen, url",
             statuses,
         )
         if only is not None:  # (a read, not a temporary table: that would open a transaction the run never ends)
@@ -127,6 +128,9 @@ class PipelineReads:
                 last_modified=row["last_modified"],
                 capture=warc_location(row),
                 final_url=row["final_url"],
+                captured_by=CaptureKind(row["capture"]) if row["capture"] else None,
+                render_gain=None if row["render_gain"] is None else bool(row["render_gain"]),
+                render_basis=row["render_basis"],
             )
             for row in rows
         ]
@@ -144,31 +148,31 @@ class PipelineReads:
                                [json.dumps(urls)])
         return dict(rows.fetchall())
 
-    def pages_to_render(self, every_html: bool, challenges: tuple[str, ...], shell_words: int) -> list[dict]:
-        """Pages whose latest HTTP capture the browser has not rendered yet and should.
+    def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[dict]:
+        """Pages whose latest HTTP capture no browser has rendered (a run without one made it):
+        candidates the run judges by the evidence in their capture (`browser.decide`).
 
-        Live captures only (a Wayback copy's page is gone from the web). Pages without text, thin pages (checked for an app shell by the caller),
-        every HTML page with `every_html`, and failed pages whose reason starts
-        with one of `challenges` (JavaScript challenges a browser passes).
+        Live captures only (a Wayback copy's page is gone from the web): HTML pages without text or
+        with fewer than `thin_words` words (every HTML page with `every_html`), and pages that failed
+        as `blocked` (a JavaScript challenge is decided by its reason). Among `only` when given.
         """
-        thin = "1" if every_html else "status = :no_text or coalesce(word_count, 0) < :shell_words"
-        challenge = " or ".join(f"error_message like :challenge{i}" for i in range(len(challenges))) or "0"
+        thin = "1" if every_html else "status = :no_text or coalesce(word_count, 0) < :thin_words"
         rows = self.db.query(
-            f"""select id, url, status, final_url, word_count, warc_file, warc_offset, warc_length, error
+            f"""select url, status, final_url, http_status, title, text, word_count, warc_file, warc_offset, warc_length, error,
+                       error_message
                 from pages where
                   (status in (:archived, :no_text) and kind = 'html' and coalesce(capture, :http) = :http
                    and coalesce(source, :live) = :live
                    and ({thin}) and (rendered_at is null or rendered_at < fetched_at))
-                  or (status = :failed and error = :blocked and ({challenge})
-                   and (rendered_at is null or rendered_at < checked_at))
+                  or (status = :failed and error = :blocked and (rendered_at is null or rendered_at < checked_at))
                 order by id""",
             {
                 "archived": PageStatus.ARCHIVED, "no_text": PageStatus.NO_TEXT, "failed": PageStatus.FAILED,
-                "http": CaptureKind.HTTP, "live": Source.LIVE, "blocked": Reason.BLOCKED, "shell_words": int(shell_words),
-            }
-            | {f"challenge{i}": f"{c}%" for i, c in enumerate(challenges)},
+                "http": CaptureKind.HTTP, "live": Source.LIVE, "blocked": Reason.BLOCKED, "thin_words": int(thin_words),
+            },
         )
-        return [dict(r) for r in rows]
+        wanted = None if only is None else set(only)
+        return [dict(r) for r in rows if wanted is None or r["url"] in wanted]
 
     def last_capture(self, url: str) -> WarcLocation | None:
         """The latest response captured for a page's URL (a failed page's too)."""

@@ -93,6 +93,8 @@ PAGES_COLUMNS = {
     "rendered_at": str,  # when the browser last rendered the page
     "render_error": str,  # a RenderError
     "render_note": str,  # what happened while rendering, for a person
+    "render_gain": int,  # 1: the last render improved on the HTTP capture, 0: it did not (not rendered again while the HTTP text stays the same)
+    "render_basis": str,  # the text hash of the HTTP article the last render was compared with
     "screenshot_warc_file": str,  # PNG of the first screen; the full page is in the same file
     "screenshot_warc_offset": int,
     "screenshot_warc_length": int,
@@ -283,9 +285,10 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
-# 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29)
+# 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
+# 10: pages.render_gain and render_basis (the browser inside the fetch)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline, _compact,
+    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline, _compact, _baseline,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, Source, VersionState
+from .._types import Exchange, Extraction, PageResult, PageStatus, Reason, Render, Source, VersionState
 from .._util.similar import changed_fraction, same_text, text_hash
 from ._sql import _insert_many
 from .queries import warc_values
@@ -27,9 +27,10 @@ class Before:
     """What the page was before this capture: its saved copy's text and address, and its latest versions."""
 
     def __init__(self, db: sqlite_utils.Database, url: str, had_capture: bool):
-        row = db.execute("select final_url, warc_file, warc_offset, status, capture from pages where url = ?", [url]).fetchone() if had_capture else None
+        row = db.execute("select final_url, warc_file, warc_offset, status, capture, render_basis from pages where url = ?",
+                         [url]).fetchone() if had_capture else None
         self.db, self.url, self.had_capture = db, url, had_capture
-        self.final_url, file, offset, self.status, self.capture = row if row else (None, None, None, None, None)
+        self.final_url, file, offset, self.status, self.capture, self.render_basis = row if row else (None,) * 6
         saved = db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?",
                            [url, file, offset]).fetchone() if file else None
         self.saved_version = saved[0] if saved else None  # the version the saved copy is
@@ -56,8 +57,6 @@ def bad_answer(result: PageResult, extraction: Extraction | None, before: Before
     if not final.ok or final.status == 304 or final.revisit or not before.had_capture or extraction is None:
         return None
     if before.status == PageStatus.ARCHIVED and extraction.status != PageStatus.ARCHIVED:
-        if before.capture == CaptureKind.BROWSER:  # an HTTP answer shows its JavaScript shell: no verdict
-            return Reason.NEEDS_BROWSER, "the saved copy was rendered in a browser; plain HTTP sees only the page's shell"
         return Reason.SOFT_404, "soft 404: the page has no article any more (an empty or maintenance page, or not a page)"
     if final.redirects and before.final_url and not _same_address(final.final_url, before.final_url) \
             and not same_text(before.text, extraction.text):
@@ -65,14 +64,23 @@ def bad_answer(result: PageResult, extraction: Extraction | None, before: Before
     return None
 
 
-def version_state(result: PageResult, extraction: Extraction | None, before: Before) -> tuple[VersionState, float | None, str | None]:
-    """What this capture or check found: its state, how much the text changed, and why (for a person)."""
+def version_state(result: PageResult, extraction: Extraction | None, before: Before, shell: bool = False) -> tuple[VersionState, float | None, str | None]:
+    """What this capture or check found: its state, how much the text changed, and why (for a person).
+
+    `shell`: the saved copy is a browser's render, and this is a plain HTTP answer no render
+    improved on: the page's JavaScript shell, never compared with the rendered article. It is
+    `same` while the shell's text is the one the render was made from, else `needs_browser`."""
     final = result.final
     if final.ok:
         if not before.had_capture:
             return VersionState.FIRST, None, None
         if final.status == 304 or final.revisit:  # (the HTTP status, or revisit_of, says which)
             return VersionState.SAME, 0.0, None
+        if shell:
+            if extraction is not None and before.render_basis and text_hash(extraction.text) == before.render_basis:
+                return VersionState.SAME, 0.0, "the page's shell is unchanged (its saved copy was rendered in a browser)"
+            return VersionState.NEEDS_BROWSER, None, ("the saved copy was rendered in a browser; plain HTTP sees only the page's shell, "
+                                                      "which changed: check it with the browser")
         text = extraction.text if extraction is not None else None
         changed = changed_fraction(before.text, text)
         if changed == 0.0 or same_text(before.text, text):
@@ -99,31 +107,39 @@ class VersionWrites:
 
     db: sqlite_utils.Database
 
-    def _record_version(self, result: PageResult, extraction: Extraction | None, before: Before, stamp: str) -> VersionState:
-        """One `versions` row for this capture or check, and the page's `health`."""
-        state, changed, note = version_state(result, extraction, before)
+    def _record_version(self, result: PageResult, extraction: Extraction | None, before: Before, stamp: str, shell: bool = False) -> VersionState:
+        """One `versions` row for this capture or check (the render's, when its article won), and the page's `health`."""
+        state, changed, note = version_state(result, extraction, before, shell)
         final: Exchange = result.final
-        self._add_version(result.url, stamp, Source.WAYBACK if result.source == Source.WAYBACK else Source.LIVE, state, extraction, {
-            "http_status": final.status,
-            "final_url": final.final_url,
+        render = result.render if result.render is not None and result.render.won else None
+        how = "browser" if render else Source.WAYBACK if result.source == Source.WAYBACK else Source.LIVE
+        self._add_version(result.url, stamp, how, state, extraction, {
+            "http_status": render.status if render else final.status,
+            "final_url": render.final_url if render else final.final_url,
             "error": None if final.ok else final.error,
             "note": note,
             "changed": changed,
-            **warc_values(final.location),
+            **warc_values(render.dom if render else final.location),
             # a revisit or a 304 repeats the saved copy: its snapshot and its text are that version's
             "revisit_of": before.saved_version if final.revisit or final.status == 304 else None,
             "host_dead": 1 if final.host_dead else None,
         })
         return state
 
-    def _record_render_version(self, url: str, values: dict[str, object], extraction: Extraction, stamp: str) -> None:
-        """A browser capture that became the page's article: a version of its own (`how` browser)."""
-        before = Before(self.db, url, True).text
-        changed = changed_fraction(before, extraction.text)
-        state = VersionState.FIRST if before is None else VersionState.SAME if changed == 0 else VersionState.CHANGED
-        self._add_version(url, stamp, "browser", state, extraction, {
-            "http_status": values.get("http_status"), "final_url": values.get("final_url"), "changed": changed if before else None,
-            **{k: values.get(k) for k in ("warc_file", "warc_offset", "warc_length")},
+    def _record_render_version(self, url: str, render: Render, stamp: str) -> None:
+        """A render of the saved HTTP capture whose article became the page's: a version of its own
+        (`how` browser). It is that capture read better, not a new look at the page: it repeats the
+        state of the version it was made from (a page fetched once is `first`, not `changed`)."""
+        before = Before(self.db, url, True)
+        made_from = self.db.execute("select state from versions where id = ?", [before.saved_version]).fetchone() if before.saved_version else None
+        changed = changed_fraction(before.text, render.article.text) if before.text is not None else None
+        if made_from and made_from[0] in (VersionState.FIRST, VersionState.CHANGED):
+            state = VersionState(made_from[0])
+        else:
+            state = VersionState.FIRST if before.text is None else VersionState.SAME if changed == 0 else VersionState.CHANGED
+        self._add_version(url, stamp, "browser", state, render.article, {
+            "http_status": render.status, "final_url": render.final_url, "changed": None if state == VersionState.FIRST else changed,
+            **warc_values(render.dom),
         })
 
     def _add_version(self, url: str, stamp: str, how: str, state: VersionState, extraction: Extraction | None, more: dict) -> None:

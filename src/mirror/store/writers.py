@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .. import _fts
-from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, ResourceStatus, VersionState
+from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, Render, ResourceStatus, VersionState
 from .._util.faults import crash_point
 from ._sql import _insert_many, _update_page
 from .folder import now
@@ -37,36 +37,44 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
     db: sqlite_utils.Database
 
     def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> PageStatus | None:
-        """One page's outcome, its attempts and its article, in one transaction. Returns the
-        status it now has when the capture set it: DUPLICATE for an article archived before
-        under another link (same final URL, or same canonical URL and title), kept once in
-        the search index and the reading home. Every capture or check is a version too
-        (`result.version` says what it found); an unchanged one leaves the saved copy as it was."""
+        """One page's outcome, its attempts, its article and its render (`result.render`), in one
+        transaction. Returns the status it now has when the capture set it: DUPLICATE for an article
+        archived before under another link (same final URL, or same canonical URL and title), kept
+        once in the search index and the reading home. Every capture or check is a version too
+        (`result.version` says what it found); an unchanged one leaves the saved copy as it was.
+        A render whose article won is the page's capture (`capture` browser, the DOM its record)."""
         stamp = now()
-        final = result.final
+        final, render = result.final, result.render
+        won = render is not None and render.won
+        if won:
+            extraction = render.article
         status: PageStatus | None = None
         original = None
         with self.db.atomic():
             was = self._status(result.url)
             before = Before(self.db, result.url, had_capture)
-            if (bad := bad_answer(result, extraction, before)) is not None:  # it never replaces the saved article
+            shell = not won and before.capture == CaptureKind.BROWSER and not (render is not None and render.http_better)
+            if not shell and (bad := bad_answer(result, extraction, before)) is not None:  # it never replaces the saved article
                 (final.error, final.message), extraction = bad, None
-            result.version = self._record_version(result, extraction, before, stamp)
+            result.version = self._record_version(result, extraction, before, stamp, shell=shell)
             # an unchanged page's one request is its version row: a weekly check of 10,000 pages adds little
             self._record_attempts(result, rows=not (result.version == VersionState.SAME and len(result.attempts) == 1))
             update: dict[str, object] = {"checked_at": stamp}
-            if final.ok and result.version == VersionState.SAME:  # the saved copy stays (its text is this one's)
+            if final.ok and result.version in (VersionState.SAME, VersionState.NEEDS_BROWSER):  # the saved copy stays
                 update |= {"error": None, "error_message": None, "gone_since": None}
                 if final.status != 304:  # the validators the server gives now, for the next conditional request
                     update |= {"etag": final.etag, "last_modified": final.last_modified}
                 extraction = None
             elif final.ok:
-                status, original = self._identify(result.url, final.final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
+                final_url = render.final_url if won else final.final_url
+                status, original = self._identify(result.url, final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
                 update |= _capture_values(result, stamp, status, original, extraction)
             else:
                 update |= self._failure_values(result, stamp, had_capture=had_capture)
+            if render is not None:
+                update |= _render_values(render, stamp)
             _update_page(self.db, result.url, update)
-            self._settle(result.url, final.final_url, was, status, original, extraction)
+            self._settle(result.url, update.get("final_url") or final.final_url, was, status, original, extraction)
             if extraction is not None:
                 self._save_extraction(result.url, extraction, index=original is None)
                 if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
@@ -171,34 +179,31 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             reindex_rows(self.db, missing_only=True)
             return self.db.execute(f"select count(*) from {_fts.FTS_TABLE}").fetchone()[0]
 
-    def record_render(
-        self, url: str, values: dict[str, object], extraction: Extraction | None, images: list[Exchange], done: bool = True
-    ) -> PageStatus | None:
-        """A browser capture's outcome, its article (when it won) and its images, in one transaction.
-        Returns the status the page now has when the article won: DUPLICATE for one archived
-        before under another link, as `record_fetch` decides.
-
-        Not `done` (the browser crashed): the page is rendered again on the next run.
-        """
+    def record_render(self, url: str, render: Render) -> PageStatus | None:
+        """A browser's render of a page's saved HTTP capture (one a run without a browser made): its
+        outcome, and its article when it won, in one transaction. Returns the status the page now
+        has when the article won: DUPLICATE for one archived before under another link, as
+        `record_fetch` decides. A render the crash of the browser took down is not `done`: the page
+        is rendered again on the next run."""
         status, original = None, None
-        final_url = str(values.get("final_url") or url)
+        stamp = now()
         with self.db.atomic():
             was = self._status(url)
-            update = {**values, "rendered_at": now() if done else None}
-            if extraction is not None and values.get("status"):
-                self._record_render_version(url, values, extraction, now())
-                status, original = self._identify(url, final_url, PageStatus(values["status"]), extraction)
-                update |= {"status": status, "same_as": original, "canonical": extraction.canonical}
+            update = _render_values(render, stamp)
+            if render.article is not None:
+                self._record_render_version(url, render, stamp)
+                status, original = self._identify(url, render.final_url, render.article.status, render.article)
+                update |= _browser_values(render) | {"status": status, "same_as": original, "canonical": render.article.canonical,
+                                                     "error": None, "error_message": None, "fetched_at": stamp}
             _update_page(self.db, url, update)
-            self._settle(url, final_url, was, status, original, extraction)
-            if extraction is not None:
-                self._save_extraction(url, extraction, index=original is None)
-                self.record_resources(url, images)
+            self._settle(url, render.final_url, was, status, original, render.article)
+            if render.article is not None:
+                self._save_extraction(url, render.article, index=original is None)
             crash_point("render_commit")
         return status
 
-    def record_resources(self, page_url: str, exchanges: list[Exchange]) -> None:
-        """A page's resources and that they are done, in one transaction (plain SQL:
+    def record_resources(self, page_url: str, exchanges: list[Exchange], *, done: bool = True) -> None:
+        """A page's resources and (`done`) that they are all fetched, in one transaction (plain SQL:
         sqlite-utils' upsert inspects the table on every call, milliseconds per image).
         A deferred one (its host name had no answer when the run ended) is not recorded, and
         the page's resources are not done: the next run asks for them."""
@@ -222,7 +227,7 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             })
         with self.db.atomic():
             _insert_many(self.db, "resources", rows, verb="insert or replace")
-            if not deferred:
+            if done and not deferred:
                 _update_page(self.db, page_url, {"resources_at": stamp})
 
     def reset_pending(self, urls: list[str]) -> int:
@@ -250,8 +255,10 @@ def _capture_values(
     result: PageResult, stamp: str, status: PageStatus, original: str | None, extraction: Extraction | None
 ) -> dict[str, object]:
     """The page's columns after a fetch that captured it (a 304 aside): what the response says,
-    where it is in the WARC files, and the status `_identify` gave it."""
+    where it is in the WARC files (the rendered DOM's, when the browser's article won), and the
+    status `_identify` gave it."""
     final = result.final
+    browser = _browser_values(result.render) if result.render is not None and result.render.won else {}
     return {
         "status": status,
         "same_as": original,
@@ -270,4 +277,31 @@ def _capture_values(
         "error": None,
         "error_message": None,
         "gone_since": None,
+        **browser,
     }
+
+
+def _browser_values(render: Render) -> dict[str, object]:
+    """The capture columns of a page whose article is its render's: the DOM is its record."""
+    return {
+        "capture": CaptureKind.BROWSER,
+        "http_status": render.status,
+        "final_url": render.final_url,
+        "content_type": "text/html; charset=utf-8",
+        **warc_values(render.dom),
+    }
+
+
+def _render_values(render: Render, stamp: str) -> dict[str, object]:
+    """The render columns: when, how it ended, its screenshots, and whether it improved on the HTTP capture."""
+    values: dict[str, object] = {
+        "rendered_at": stamp if render.done else None,
+        "render_error": render.error,
+        "render_note": render.note,
+        "render_gain": None if render.error is not None and not render.won else int(render.won),
+        "render_basis": render.basis,
+    }
+    if render.screenshot is not None:
+        full = warc_values(render.full_screenshot, "full_screenshot_")  # in the first screen's file: no file column of its own
+        values |= warc_values(render.screenshot, "screenshot_") | {k: v for k, v in full.items() if not k.endswith("_file")}
+    return values
