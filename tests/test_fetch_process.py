@@ -161,7 +161,7 @@ def test_ctrl_c_does_not_wait_for_the_extractions_under_way(tmp_path, web, press
         proc.send_signal(signal.SIGINT)
     start = time.monotonic()
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr, (proc.returncode, stderr)
     assert time.monotonic() - start < 6, "waited for the extractions"
 
 

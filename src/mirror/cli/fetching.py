@@ -216,6 +216,9 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
         reporter.stop()
         fail(str(exc), code=2)
     except KeyboardInterrupt:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped cleanly: a second Ctrl-C must not cut the exit short (exit -2)
         reporter.stop()
         err.print("[yellow]interrupted:[/] everything finished so far is saved; run the same command again to resume")
         raise typer.Exit(130) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import multiprocessing
 import os
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 
 from .._types import Extraction, PageStatus, WarcLocation
 
-__all__ = ["EXTRACT_TIMEOUT", "extraction_pool", "run_extraction", "safe_extract"]
+__all__ = ["EXTRACT_TIMEOUT", "extraction_pool", "in_pool", "run_extraction", "safe_extract"]
 
 
 def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
@@ -87,6 +88,24 @@ class _QuietPool(ProcessPoolExecutor):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (one held meanwhile is noted now)
             signal.signal(signal.SIGINT, previous)
         self._interrupted = self._interrupted or bool(came)
+
+
+async def in_pool(pool: ProcessPoolExecutor, function, *args):
+    """`function(*args)` in a worker, awaited without tying the worker's call to the awaiting task.
+
+    `run_in_executor` cancels the pool's future when the task awaiting it is cancelled (a Ctrl-C
+    stops every page). If the workers are then killed, the pool's own thread sets the broken
+    pool's error on every future it still holds, the cancelled ones too, which Python 3.11
+    refuses: "Exception in thread" and a traceback over the clean exit. Here the pool's future is
+    never cancelled (`shield`); its outcome, once the task is gone, is retrieved and dropped."""
+    waited = asyncio.wrap_future(pool.submit(function, *args))
+    waited.add_done_callback(_retrieved)
+    return await asyncio.shield(waited)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()  # (retrieved: nobody may be waiting any more)
 
 
 def _exit_with(parent: int) -> None:

@@ -38,7 +38,7 @@ from .._types import (
 from .._util.faults import crash_point
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
-from ..extract.pool import extraction_pool, safe_extract
+from ..extract.pool import extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
@@ -178,8 +178,7 @@ class _Run:
     async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
         """The article of a capture, extracted in another process while fetching goes on here."""
         o = self.options
-        return await asyncio.get_running_loop().run_in_executor(
-            self.pool, safe_extract, str(self.archive.path), location, url, o.images, o.extract_timeout)
+        return await in_pool(self.pool, safe_extract, str(self.archive.path), location, url, o.images, o.extract_timeout)
 
     async def page(self, page: PageToFetch) -> None:
         try:
