@@ -11,6 +11,7 @@ from .._types import Link
 from ._child_call import ChildCall
 from ._pocket import begins_in_shape, pocket_rows
 from .imports import (
+    skip_comments,
     TWO_CORES,
     Row,
     _fields_of,
@@ -24,9 +25,11 @@ _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
 _NOT_SPACE = re.compile(r"\S")
 _PARSER = lxml.etree.HTMLParser(encoding="utf-8")
-_NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*+<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)  # (*+: comments read once)
-_BOOKMARK_DT = re.compile(r"(<dt>\s*<a\b[^>]*>(?:(?!</a>).)*+</a>)(?!\s*</dt>)", re.IGNORECASE | re.DOTALL)
-_DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
+_NETSCAPE = re.compile(r"<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE)
+# a bookmark: <DT>, its <A ...>, its title up to </A> (which holds no other bookmark's <DT>), not
+# followed by a </DT>; plain character classes, so that a file of unclosed ones is read in linear time
+_BOOKMARK_DT = re.compile(r"(<dt>\s*<a\b[^<>]*>[^<]*(?:<(?!/a>|dt\b)[^<]*)*</a>)(?!\s*</dt>)", re.IGNORECASE)
+_DD = re.compile(r"(<dd>[^<]*)(?=<(?!/dd>)|\Z)", re.IGNORECASE)  # (its text runs to a "<": no shorter match)
 
 
 def parse_html(text: str, seed: str) -> list[Link]:
@@ -125,7 +128,7 @@ def _closed(text: str) -> str:
     """A browser's bookmark file with each bookmark's <DT> (and <DD>) closed. Browsers never close
     them, and libxml2 nests each in the one before: past 256 levels it stops reading, without a
     word (a folder of 300 bookmarks kept 251). A folder's <DT> keeps its <DL> inside."""
-    if not _NETSCAPE.match(text):
+    if not _NETSCAPE.match(text, skip_comments(text)):
         return text
     return _DD.sub(r"\1</dd>", _BOOKMARK_DT.sub(r"\1</dt>", text))
 

@@ -22,9 +22,11 @@ from ._child_call import ChildCall
 from ._feed_text import DATE_ELEMENTS, READ_ELEMENTS, TAG_ELEMENTS, feed_rows, first_entry_name
 from .links import _link
 
-__all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
+__all__ = ["feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "tag_list", "when"]
 
-FEED = re.compile(r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*+<(rss|feed|opml|rdf:RDF)\b", re.S | re.I)  # (*+: comments read once)
+_XML_DECLARATION = re.compile(r"\s*<\?xml[^>]*>", re.I)
+_FEED_ROOT = re.compile(r"<(rss|feed|opml|rdf:RDF)\b", re.I)
+_SPACE = re.compile(r"\s*")
 _URL_COLUMNS = ("url", "href", "link", "uri")
 _TITLE_COLUMNS = ("title", "description", "name")
 _TAG_COLUMNS = ("tags", "tag", "labels")
@@ -401,7 +403,24 @@ def _counted_past(text: str | bytes, marks: tuple, most: int) -> bool:
 
 
 def _is_opml(text: str) -> bool:
-    return (match := FEED.match(text)) is not None and match[1].lower() == "opml"
+    return feed_kind(text) == "opml"
+
+
+def feed_kind(text: str) -> str | None:
+    """The root element's name, lower case (`rss`, `feed`, `opml`, `rdf:rdf`), if `text` begins
+    as a feed does (an XML declaration, white space and comments before it), else None."""
+    declaration = _XML_DECLARATION.match(text)
+    root = _FEED_ROOT.match(text, skip_comments(text, declaration.end() if declaration else 0))
+    return root[1].lower() if root else None
+
+
+def skip_comments(text: str, position: int = 0) -> int:
+    """Where `text` goes on after the white space and comments from `position` (each read once)."""
+    while True:
+        position = _SPACE.match(text, position).end()
+        if not text.startswith("<!--", position) or (end := text.find("-->", position + 4)) == -1:
+            return position
+        position = end + 3
 
 
 def _feed_root(text: str | bytes, encoding: str | None) -> tuple[object, bool, str | None]:
