@@ -6,8 +6,8 @@ the same page).
     text         plain-text and Markdown seeds: each line's kind, then titles and sections
     links        the links in one line: found, trimmed, titled and made a Link
     html         HTML seeds: saved pages and the Netscape bookmark export
+    imports      the exports of bookmark services (JSON, CSV) and feeds (RSS, Atom, OPML)
     urls         normalize, classify, glued-URL repairs
-    _child_call  a long seed's second half of lines read in a child process
 """
 
 from __future__ import annotations
