@@ -1,11 +1,11 @@
 """HTTP for a crawler: the polite client (per-host gates, whole-request deadlines, bounded bodies,
-redirects checked hop by hop), host names looked up by c-ares, page resources on httpcore's pools
-over asyncio's own transports, and the recognition of anti-bot and login pages.
+redirects checked hop by hop), host names looked up by c-ares and connected to as looked up and
+checked, and the recognition of anti-bot and login pages.
 
     client     the Client a run fetches with
-    resolver   host names -> addresses (aiodns), with a short retransmit
-    direct     page resources through httpcore's pools, without httpx's models
-    transport  httpcore's network backend on asyncio's transports
+    hop        one request: address rule, gate, body, capture
+    connect    where a request goes: the environment's proxy, else the checked addresses
+    lookups    host names looked up once each; resolver: names -> addresses (aiodns)
     blocked    anti-bot and login pages, never stored as articles
 """
 
