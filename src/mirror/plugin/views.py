@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import nh3
 import sqlite_utils
@@ -68,8 +68,9 @@ async def search_view(datasette, request):
     shots = await screenshot_urls(datasette, db, [hit.id for hit in hits])
     for row in rows:
         row["screenshot"] = shots.get(row["id"])
+    table = datasette.urls.table(db.name, "pages") + "?" + urlencode({"_search": query, "_sort": "title"})  # datasette's table view
     return Response.html(
-        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
+        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows, "table_url": table}, request=request),
         headers={"Content-Security-Policy": reader_csp()},
     )
 
