@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from .blocked import blocked_reason
     from .client import Client
     from .gate import Budget, HostGate, Reach
-    from .health import OFFLINE_HINT
+    from .host_health import OFFLINE_HINT
     from .resolver import nameservers_from_env
 
 __all__ = ["OFFLINE_HINT", "Budget", "Client", "HostGate", "Reach", "blocked_reason", "nameservers_from_env"]
 
 __getattr__ = lazy_exports(__name__, {
-    "OFFLINE_HINT": ".health", "Budget": ".gate", "Client": ".client", "HostGate": ".gate", "Reach": ".gate",
+    "OFFLINE_HINT": ".host_health", "Budget": ".gate", "Client": ".client", "HostGate": ".gate", "Reach": ".gate",
     "blocked_reason": ".blocked", "nameservers_from_env": ".resolver",
 })

@@ -24,7 +24,7 @@ from ..warc import CaptureWriter
 from .connect import CheckedTransport, Route, proxied, proxy_for
 from .failures import failed
 from .gate import Budget, Reach
-from .health import HostHealth
+from .host_health import HostHealth
 from .hop import Hops
 from .lookups import Lookups, ascii_host
 from .resolver import Resolver, nameservers_from_env

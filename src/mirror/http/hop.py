@@ -22,7 +22,7 @@ from .gate import Budget, Reach
 if TYPE_CHECKING:
     from ..warc import CaptureWriter
     from .connect import Route
-    from .health import HostHealth
+    from .host_health import HostHealth
     from .lookups import Lookups
 
 __all__ = ["Hops"]

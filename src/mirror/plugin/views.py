@@ -19,7 +19,8 @@ from ..extract.article import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
-from ..store import health, queries
+from ..check import link_health as health
+from ..store import queries
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _requested_page, _views, reader_csp
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
