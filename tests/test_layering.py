@@ -17,9 +17,10 @@ PACKAGE = Path(mirror.__file__).parent
 
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
-    # the bottom: the values passed between stages and the vocabulary, and helpers that know no stage
-    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0,
-    # seeds/urls: reading lists -> the link inventory; URL identity
+    # the bottom: the values passed between stages and the vocabulary, helpers that know no stage,
+    # and URLs (identity, a reference resolved against its page), every stage's
+    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0, "urls": 0,
+    # seeds: reading lists -> the link inventory
     "seeds": 1,
     # fetch/warc: raw captures, and HTTP into them
     "warc": 2, "http": 3,

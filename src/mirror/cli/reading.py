@@ -53,7 +53,7 @@ def show(
     """Show a saved article as Markdown, with its metadata and where it came from."""
     from rich.markdown import Markdown
 
-    from ..seeds.urls import normalize
+    from ..urls import normalize
     from ..store import queries
 
     with open_archive(archive, readonly=True) as store:

@@ -294,7 +294,7 @@ def _canonical(declared: str | None, url: str, base: str | None = None) -> str |
     normalized; None when it is the URL it came from, or not a web address."""
     from urllib.parse import urljoin
 
-    from ..seeds.urls import normalize
+    from ..urls import normalize
 
     try:
         absolute = urljoin(base or url, declared.strip()) if declared else ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .._types import Link
-from . import urls
+from .. import urls
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
 # Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").
