@@ -69,8 +69,7 @@ def shapes(n: int) -> dict[str, tuple[str, str]]:
 
 
 def _cpu() -> float:
-    """CPU seconds of this process (both its threads) and of the children it waited for
-    (a long seed's second half is read in one)."""
+    """CPU seconds of this process (both its threads) and of any children it waited for."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime
 

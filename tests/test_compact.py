@@ -93,7 +93,7 @@ def test_index_values_made_for_other_text_are_not_trusted(tmp_path):
 def test_link_health_reads_the_pages_from_an_index_not_their_rows(tmp_path):
     """The reading home's health panel at 100,000 links went past datasette's one second reading
     each linked page's row (its text overflows onto pages of its own); an index holds what it reads."""
-    from mirror.store.health import HEALTH_INDEX
+    from mirror.check.link_health import HEALTH_INDEX
 
     with Archive(tmp_path / "archive") as archive:
         plan = " ".join(row[-1] for row in archive.db.execute("explain query plan select * from link_health"))

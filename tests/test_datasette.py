@@ -239,88 +239,63 @@ def test_home_escapes_hostile_seeds(tmp_path):
     assert "pending" in html and "skipped" in html
 
 
-def test_table_search_is_ranked_with_count_and_facets(ds, archive_dir):
+def test_table_search_json_is_filtered_with_count_and_facets(ds, archive_dir):
+    """datasette's own table view, its `_search` read by our `escape_fts`: exactly the pages
+    `mirror search` finds (in the table's order), counted, faceted and paged."""
     db = sqlite_utils.Database(archive_dir / "mirror.db")
     for query in ("显存", "memory", "显"):
-        ranked = [h.url for h in search(db, query, limit=100)]
+        found = {h.url for h in search(db, query, limit=100)}
         rows = get(ds, "/mirror/pages.json?_shape=array&_search=" + quote(query)).json()
-        assert [r["url"] for r in rows] == ranked  # bm25 order, as mirror search
+        assert {r["url"] for r in rows} == found and len(rows) == len(found)
     data = get(ds, "/mirror/pages.json?_shape=objects&_size=1&_search=" + quote("显存")).json()
-    assert data["count"] == 2 and len(data["rows"]) == 1 and data["next"] == "1"
-    facets = facet_results(data)
+    assert data["filtered_table_rows_count"] == 2 and len(data["rows"]) == 1 and data["next"]
+    facets = facet_results(get(ds, "/mirror/pages.json?_size=0&_extra=facet_results&_search=" + quote("显存")).json())
     assert {v["value"]: v["count"] for v in facets["status"]["results"]} == {"archived": 2}
-    assert {"host", "seeds", "sections", "language"} <= set(facets)
     second = get(ds, data["next_url"].split("localhost", 1)[-1]).json()
-    assert [r["url"] for r in second["rows"]] == [ranked_url for ranked_url in [h.url for h in search(db, "显存")]][1:]
+    assert {r["url"] for r in data["rows"] + second["rows"]} == {h.url for h in search(db, "显存")}
     assert len(get(ds, "/mirror/pages.json?_shape=array&_size=max&_search=" + quote("显")).json()) == 2
     assert get(ds, "/mirror/pages.json?_size=lots&_search=" + quote("显")).status_code == 400
     only = get(ds, "/mirror/pages.json?_shape=array&sections__arraycontains=" + quote("Attention") + "&_search=" + quote("显存")).json()
     assert [r["url"].rsplit("/", 1)[-1] for r in only] == ["etag"]
+    assert get(ds, "/mirror/pages.json?_shape=array&_search=").json() == []  # an empty search finds nothing, never every page
 
 
-def test_table_search_past_the_ranked_matches_counts_all_and_facets_the_ranked(ds, archive_dir, monkeypatch):
-    """Issue 29: a word in most articles ranks the newest RANKED_AT_MOST matches, as mirror search
-    does; the count is still every match, the facets are those of the ranked ones, and it says so."""
+def test_table_search_json_counts_every_match_past_the_ranked(ds, archive_dir, monkeypatch):
+    """A word in most articles: `mirror search` ranks the newest RANKED_AT_MOST; the table's JSON
+    is a filter, every match counted and listed."""
     from mirror.search import query as search_query
 
-    db = sqlite_utils.Database(archive_dir / "mirror.db")
-    every = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
-    assert every["count"] == 2 and "facets_of_newest" not in every
     monkeypatch.setattr(search_query, "RANKED_AT_MOST", 1)
     data = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
-    assert data["count"] == 2 and data["facets_of_newest"] == 1
-    assert [r["url"] for r in data["rows"]] == [h.url for h in search(db, "显")]  # the newest one, as mirror search
-    assert sum(v["count"] for v in facet_results(data)["status"]["results"]) == 1
-    assert "most recently added of them are ranked" in get(ds, "/mirror/pages?_search=" + quote("显")).text
-    from mirror.plugin import table_search
-
-    monkeypatch.setattr(table_search, "COUNTED_AT_MOST", 1)  # counted up to a bound: past it, "more than"
-    data = get(ds, "/mirror/pages.json?_shape=objects&_search=" + quote("显")).json()
-    assert data["count"] is None and data["filtered_table_rows_count"] is None and data["next"] == "1" and len(data["rows"]) == 1
-    assert "More than 1 pages match" in get(ds, "/mirror/pages?_search=" + quote("显")).text
-    filtered = get(ds, "/mirror/pages.json?_shape=objects&status=archived&_search=" + quote("显")).json()  # every match walked: exact
-    assert filtered["count"] == 2 and "2 pages match" in get(ds, "/mirror/pages?status=archived&_search=" + quote("显")).text
+    assert data["filtered_table_rows_count"] == 2 and len(data["rows"]) == 2
 
 
-def test_a_table_search_as_the_first_request_renders(archive_dir):
-    """The ranked table search answers before datasette's router, which runs the startup hooks
-    on a first request: a search page asked for first was a 500."""
+def test_a_table_search_as_the_first_request_goes_to_the_search_page(archive_dir):
     fresh = Datasette([str(archive_dir / "mirror.db")])
     response = get(fresh, "/mirror/pages?_search=" + quote("显存"))
-    assert response.status_code == 200 and "ranked by relevance" in response.text
+    assert response.status_code == 302 and response.headers["location"] == "/-/mirror/search?q=" + quote("显存")
+    page = get(fresh, response.headers["location"])
+    assert page.status_code == 200 and "<mark>显存</mark>" in page.text
 
 
-def test_table_search_page_ranks_and_keeps_the_table_view_a_click_away(ds, archive_dir):
-    html = get(ds, "/mirror/pages?_search=" + quote("显存")).text
-    first = re.search(r'<td><a href="(/-/mirror/page/\d+)">', html)[1]
-    assert first == f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
-    assert "ranked by relevance" in html and 'name="_search" value="显存"' in html
-    assert "_sort=title" in html
-    assert html == get(ds, "/mirror/pages?_sort=url&_search=" + quote("显存")).text  # what datasette's own form sends
-    unranked = get(ds, "/mirror/pages?_sort=title&_search=" + quote("显存")).text
-    assert "ranked by relevance" not in unranked and "rows-and-columns" in unranked
-    hostile = get(ds, "/mirror/pages?_search=" + quote('<script>alert(1)</script>')).text
-    assert "<script>alert(1)" not in hostile
+def test_table_search_page_is_the_ranked_search_and_keeps_the_table_view_a_click_away(ds, archive_dir):
+    response = get(ds, "/mirror/pages?_search=" + quote("显存"))
+    assert response.status_code == 302
+    assert get(ds, "/mirror/pages?_sort=url&_search=" + quote("显存")).headers["location"] == response.headers["location"]  # what datasette's own form sends
+    html = get(ds, response.headers["location"]).text
+    first = re.search(r'<a class="reader-link" href="(/-/mirror/page/\d+)">', html)[1]
+    assert first == f'/-/mirror/page/{page_id(archive_dir, "/zh")}'  # ranked: the title's match first
+    assert "_sort=title" in html and "_search=" in html  # the table view, a click away
+    unranked = get(ds, "/mirror/pages?_sort=title&_search=" + quote("显存"))
+    assert unranked.status_code == 200 and "rows-and-columns" in unranked.text and "/zh" in unranked.text
+    filtered = get(ds, "/mirror/pages?status=archived&_search=" + quote("显存"))
+    assert filtered.status_code == 200 and "2 rows" in filtered.text  # a filter of the user's: the table view, filtered
+    hostile = get(ds, "/mirror/pages?_search=" + quote("<script>alert(1)</script>"))
+    assert "<script>alert(1)" not in get(ds, hostile.headers["location"]).text
 
 
-def test_table_search_pages_through_every_match_once_past_the_ranked(ds, archive_dir, monkeypatch):
-    """Past RANKED_AT_MOST matches, `next` goes on from the newest ranked matches to the older
-    ones (ranked among themselves): every match on one page, none twice."""
-    from mirror.search import query as search_query
-
-    monkeypatch.setattr(search_query, "RANKED_AT_MOST", 1)
-    seen, path = [], "/mirror/pages.json?_shape=objects&_size=1&_search=" + quote("显")
-    while path:
-        data = get(ds, path).json()
-        seen += [row["url"] for row in data["rows"]]
-        path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
-    assert len(seen) == len(set(seen)) == data["count"] == 2
-
-
-def test_table_search_pages_of_a_size_that_does_not_divide_the_ranked_skip_none(tmp_path, monkeypatch):
-    """The page that ends the newest (ranked) matches is short; the next one starts right after it."""
+def test_table_search_json_pages_through_every_match_once(tmp_path):
     from mirror._types import Extraction
-    from mirror.search import query as search_query
     from mirror.seeds import links_from_urls
 
     urls = [f"https://example.com/p{i}" for i in range(7)]
@@ -328,14 +303,13 @@ def test_table_search_pages_of_a_size_that_does_not_divide_the_ranked_skip_none(
         archive.record_inventory(links_from_urls(urls))
         for url in urls:
             archive.save_extraction(url, Extraction(status="archived", kind="html", title="显", text=f"显 {url}"))
-    monkeypatch.setattr(search_query, "RANKED_AT_MOST", 3)
     fresh = Datasette([str(tmp_path / "archive" / "mirror.db")])
     seen, path = [], "/mirror/pages.json?_shape=objects&_size=2&_search=" + quote("显")
     while path:
         data = get(fresh, path).json()
         seen += [row["url"] for row in data["rows"]]
         path = data["next_url"].split("localhost", 1)[-1] if data["next_url"] else None
-    assert sorted(seen) == sorted(urls) and data["count"] == 7
+    assert sorted(seen) == sorted(urls) and len(seen) == len(set(seen)) == data["filtered_table_rows_count"]
 
 
 def test_the_homes_counts_follow_every_write(tmp_path):

@@ -17,22 +17,26 @@ PACKAGE = Path(mirror.__file__).parent
 
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
-    # the bottom: the values passed between stages and the vocabulary, and helpers that know no stage
-    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0,
-    # seeds/urls: reading lists -> the link inventory; URL identity
+    # the bottom: the values passed between stages and the vocabulary, helpers that know no stage,
+    # and URLs (identity, a reference resolved against its page), every stage's
+    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0, "urls": 0,
+    # seeds: reading lists -> the link inventory
     "seeds": 1,
     # fetch/warc: raw captures, and HTTP into them
     "warc": 2, "http": 3,
     # extract: articles from captures, and the processes that run it
     "extract": 4,
+    # check: what a capture found against the version before, soft 404s, link health, a check's
+    # report; below the store, which records what it judged (plain SQL, no store import)
+    "check": 5,
     # store: the archive folder, its database and the search index's layout
-    "store": 5,
+    "store": 6,
     # the runs: chromium's pass, then the fetch run that drives everything below
-    "browser": 6, "fetch": 7,
+    "browser": 7, "fetch": 8,
     # search and exports: reading the store
-    "search": 8, "export": 8,
+    "search": 9, "export": 9,
     # the faces: the datasette plugin and the command line
-    "plugin": 9, "cli": 9, "__init__": 9, "__main__": 9,
+    "plugin": 10, "cli": 10, "__init__": 10, "__main__": 10,
 }
 
 

@@ -146,7 +146,9 @@ def test_the_views_work_when_browsed_directly_and_opened_from_elsewhere(probed):
             assert img.evaluate("i => i.complete && i.naturalWidth") > 0, img.get_attribute("src")
         page.goto(f"{root}/-/mirror/search?q=" + quote("探针"))
         assert page.locator("li.hit a.reader-link").count() == 1
-        page.goto(f"{root}/mirror/pages?_search=" + quote("探针"))
+        page.goto(f"{root}/mirror/pages?_search=" + quote("探针"))  # the table's search: the ranked search page
+        assert page.url.startswith(f"{root}/-/mirror/search?q=") and page.locator("li.hit a.reader-link").count() == 1
+        page.goto(f"{root}/mirror/pages?_sort=title&_search=" + quote("探针"))  # datasette's own table view, searched
         assert page.locator("table.rows-and-columns a[href*='/-/mirror/page/']").first.inner_text() == "探针测试"
         page.goto(f"{root}/mirror/pages.json?_shape=array")
         assert len(json.loads(page.locator("body").inner_text())) == 2

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror.seeds import urls
-from mirror.seeds.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
+from mirror import urls
+from mirror.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
 
 from .conftest import CORPUS, SEEDS
 
@@ -217,3 +217,20 @@ _URL_PIECES = [
 @given(st.lists(st.sampled_from(_URL_PIECES), min_size=1, max_size=8).map("".join))
 def test_plain_url_fast_path_agrees_with_urlsplit_on_any_url(url):
     assert _identity(url) == _identity_by_urlsplit(url)
+
+
+@pytest.mark.parametrize("written, base, resolved", [
+    ("/img/a.png#x", "https://e.example/p/1", "https://e.example/img/a.png"),
+    ("  b.css ", "https://e.example/p/1", "https://e.example/p/b.css"),
+    ("//cdn.example/c.png", "http://e.example/", "http://cdn.example/c.png"),
+    ("HTTPS://E.example/d", "", "HTTPS://E.example/d"),
+    ("#top", "https://e.example/p", None),
+    ("", "https://e.example/p", None),
+    ("data:image/png;base64,iVBO", "https://e.example/", None),
+    ("javascript:alert(1)", "https://e.example/", None),
+    ("http://[oops/", "https://e.example/", None),
+    ("/\ud800.png", "https://e.example/", "https://e.example/\ufffd.png"),
+])
+def test_a_reference_is_resolved_against_its_page_to_a_web_url_or_none(written, base, resolved):
+    """One function for a page's links, images and stylesheets, as a browser resolves them."""
+    assert urls.web_url(written, base) == resolved

@@ -80,7 +80,7 @@ class TerminalStyle:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[bold red]error:[/] {safe(message)}")
-    raise SystemExit(code)  # (not typer.Exit: `mirror search` runs without typer)
+    raise SystemExit(code)
 
 
 def safe(value: object) -> str:
@@ -110,19 +110,25 @@ def write_out(text: str) -> None:
 @contextmanager
 def stdout_errors() -> Iterator[None]:
     """Around writing on stdout: a reader that stopped reading (`| head`) had what it wanted; an
-    output that cannot be written (a full disk) is an error (exit 120, as Python's own)."""
+    output that cannot be written (a full disk) is an error (exit 120, as Python's own). Either
+    way what is left unwritten goes nowhere, not to a second error at exit (Python's advice)."""
     try:
         yield
-    except BrokenPipeError:  # what is left unwritten goes nowhere, not to a second error at exit (Python's advice)
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:
+        _discard_stdout()
         raise SystemExit(0) from None
     except UnicodeEncodeError:
         fail(f"the output's encoding ({sys.stdout.encoding}) cannot show this text: set PYTHONIOENCODING=utf-8")
     except OSError as exc:
+        _discard_stdout()
         err.print(f"[bold red]error:[/] the output could not be written: {safe(exc)}")
         raise SystemExit(120) from None
+
+
+def _discard_stdout() -> None:
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def read_inventory(sources: list[str] | None) -> Inventory:

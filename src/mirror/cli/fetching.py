@@ -229,7 +229,7 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
 def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all_pending: bool) -> None:
     """What the run did, on stderr: a table of pages, or why there was nothing to do."""
     if summary.left_pending:
-        from ..http.health import OFFLINE_HINT
+        from ..http.host_health import OFFLINE_HINT
 
         err.print(f"[red]{OFFLINE_HINT}[/]; {summary.left_pending} pages left pending: the next `mirror fetch` tries them")
     elif summary.total == 0 and not summary.images_resumed:

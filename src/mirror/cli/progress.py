@@ -14,7 +14,7 @@ from rich.text import Text
 from .._types import PageResult
 from .._util.text import strip_controls
 from ..fetch.summary import Summary
-from ..http.health import OFFLINE_HINT
+from ..http.host_health import OFFLINE_HINT
 
 
 class FetchReporter:

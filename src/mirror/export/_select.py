@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._enums import PageStatus
-from ..store.health import site_filter
+from ..check.link_health import site_filter
 
 
 def archived_pages(db, columns: str, *, seed: str | None = None, site: str | None = None, since: str | None = None) -> Iterator[dict]:

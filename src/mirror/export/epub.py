@@ -106,7 +106,7 @@ def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], su
     from ebooklib import epub
     from markdown_it import MarkdownIt
 
-    from ..extract.images import absolute_url
+    from ..urls import web_url
 
     markdown = entry["markdown"] or ""
     if entry["title"] and markdown.startswith(f"# {entry['title']}\n"):
@@ -117,7 +117,7 @@ def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], su
     def image(match: re.Match) -> str:
         src = _SRC.search(match[0])
         alt = html.unescape(_ALT.search(match[0])[1]) if _ALT.search(match[0]) else ""
-        url = absolute_url(html.unescape(src[1]), base) if src else None
+        url = web_url(html.unescape(src[1]), base) if src else None
         if url and url not in images:
             row = latest_resource(db, url)
             media = (row["content_type"] or "").split(";")[0].strip() if row else ""

@@ -6,7 +6,6 @@
     images           which picture an <img> shows
     css              what stylesheets and pages load, read without fetching
     charset, sniff   what the bytes are when the headers do not say
-    xpath_prefilter  trafilatura's regex XPath predicates decided once per page
     pool             the extraction processes
 """
 

@@ -21,7 +21,6 @@ from .figures import mark_images
 from .images import document_base
 from .markdown import flatten_inline_code, render_article
 from .sniff import sniff
-from .xpath_prefilter import guard_regex_tests, page_attributes
 
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture"]
 
@@ -101,19 +100,6 @@ def _plain_element_lookup() -> None:
 
 
 _plain_element_lookup()
-
-
-def _guard_regex_tests() -> None:
-    """trafilatura's `re:test()` predicates, decided once per page where no class or id of
-    the page can match them (`_xpath_prefilter`): the same nodes, ~8% less extraction time."""
-    import sys
-
-    import trafilatura  # noqa: F401 - loads the modules that hold its expressions
-
-    guard_regex_tests(*(module for name, module in list(sys.modules.items()) if name.startswith("trafilatura.")))
-
-
-_guard_regex_tests()
 
 
 def extract_capture(archive_dir: str | Path, location: WarcLocation, url: str, stylesheets: bool = False) -> Extraction:
@@ -197,20 +183,19 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
         if stylesheets:  # before extraction alters the tree
             requisites = tree_requisites(tree, url)
         options = _options()
-        with page_attributes(tree):
-            try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
-                meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
-            except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
-                meta = None
-            try:
-                marked = mark_images(tree, html)
-            except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
-                tree, marked = load_html(html), []
-            flatten_inline_code(tree)
-            try:
-                document = bare_extraction(tree, options=options)  # works on a copy of the tree
-            except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
-                document = None
+        try:  # as bare_extraction(with_metadata=True) finds it, before the images are marked
+            meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
+        except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
+            meta = None
+        try:
+            marked = mark_images(tree, html)
+        except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
+            tree, marked = load_html(html), []
+        flatten_inline_code(tree)
+        try:
+            document = bare_extraction(tree, options=options)  # works on a copy of the tree
+        except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
+            document = None
     has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
     if not has_text:
         return Extraction(
@@ -257,7 +242,7 @@ def _canonical(declared: str | None, url: str, base: str | None = None) -> str |
     normalized; None when it is the URL it came from, or not a web address."""
     from urllib.parse import urljoin
 
-    from ..seeds.urls import normalize
+    from ..urls import normalize
 
     try:
         absolute = urljoin(base or url, declared.strip()) if declared else ""

@@ -7,17 +7,17 @@ Pure parsing, so that extraction finds a page's stylesheets on the tree it parse
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterator
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import tinycss2
 from lxml import etree
 
 from .._util.text import decode
+from ..urls import web_url
 
-__all__ = ["MAX_CSS_BYTES", "css_references", "decode_css", "is_css", "page_requisites", "rewrite_css", "tree_requisites", "web_url"]
+__all__ = ["MAX_CSS_BYTES", "css_references", "decode_css", "is_css", "page_requisites", "rewrite_css", "tree_requisites"]
 
 # A real site's stylesheet is far smaller; a bigger one is archived but not parsed or rewritten.
 MAX_CSS_BYTES = 2 * 1024 * 1024
@@ -33,31 +33,6 @@ def _loads(css: str) -> bool:
     if "url" in lower or "@import" in lower or "\\" in css:
         return True
     return ("\u0130" in css or "\u0131" in css) and _LOADS.search(css) is not None
-
-
-def web_url(url: str, base: str) -> str | None:
-    """Absolute http(s) URL without fragment, or None (data:, javascript:, garbage)."""
-    # a page repeats its references (icons, sprites): short ones are remembered, never a
-    # long data: URI (fonts and images inline in CSS run to megabytes)
-    return _web_url(url, base) if len(url) <= 2048 else _resolve(url, base)
-
-
-def _resolve(url: str, base: str) -> str | None:
-    url = url.strip()
-    if not url or url.startswith("#"):  # `url(#clip-path)`, `url()`, `href=""`: the document itself, never fetched
-        return None
-    if _SURROGATE.search(url):  # as a browser reads it (a USVString): no lone surrogate in a URL
-        url = _SURROGATE.sub("\ufffd", url)
-    try:
-        absolute = urldefrag(urljoin(base, url.strip())).url
-        scheme = urlsplit(absolute).scheme.lower()
-    except ValueError:
-        return None
-    return absolute if scheme in ("http", "https") else None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_web_url = functools.lru_cache(maxsize=4096)(_resolve)
 
 
 def _walk(tokens, visit: Callable) -> None:

@@ -11,9 +11,10 @@ so an article's image and its snapshot's are the same archived file.
 from __future__ import annotations
 
 import re
-from urllib.parse import urldefrag, urljoin
 
-__all__ = ["LAZY_ATTRIBUTES", "LAZY_SRCSETS", "TARGET_WIDTH", "absolute_url", "attribute_image", "document_base", "image_source", "in_noscript", "is_decoration", "is_fallback_copy", "parse_srcset", "usable"]
+from ..urls import web_url
+
+__all__ = ["LAZY_ATTRIBUTES", "LAZY_SRCSETS", "TARGET_WIDTH", "attribute_image", "document_base", "image_source", "in_noscript", "is_decoration", "is_fallback_copy", "parse_srcset", "usable"]
 
 # Where lazy loaders keep the real image, most specific first: zhihu sets both
 # data-actualsrc (the picture shown) and data-original (its full-size original).
@@ -165,16 +166,6 @@ _IMAGE_NAME = re.compile(r"\.(?:jpe?g|png|webp|avif|gif)", re.I)
 _IMAGE_URL = re.compile(r"\.(?:jpe?g|png|webp|avif|gif)(?:[?#]|$)", re.I)  # the name's end, or its query's start
 
 
-def absolute_url(src: str, base: str) -> str | None:
-    """`src` resolved against `base`, without its fragment, if that is an http(s) URL; None for
-    anything else (`javascript:`, a URL Python cannot parse, such as `http://[oops/`)."""
-    try:
-        absolute = urldefrag(urljoin(base, src)).url if src else ""
-    except ValueError:
-        return None
-    return absolute if absolute.startswith(("http://", "https://")) else None
-
-
 def is_decoration(img, src: str | None = None) -> bool:
     """Not a picture of the article: a tracking pixel (every size it gives 1 or 0, or a
     counter's or share button's address), an image the page hides (`display: none` or
@@ -221,13 +212,7 @@ def document_base(tree, url: str) -> str:
     """What a page's relative references resolve against: its first `<base href>` (when it
     is a web URL), else the page's own URL, as browsers resolve them."""
     base = tree.find(".//base[@href]")
-    if base is None:
-        return url
-    try:
-        absolute = urljoin(url, base.get("href").strip())
-    except ValueError:  # an unparsable href: the browser falls back to the page's URL too
-        return url
-    return absolute if absolute.startswith(("http://", "https://")) else url
+    return url if base is None else web_url(base.get("href"), url) or url  # (one a browser cannot use: the page's URL too)
 
 
 def in_noscript(element) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .figures import CAPTION, IMAGE_MARK, mark_number
-from .images import absolute_url
+from ..urls import web_url
 
 __all__ = ["flatten_inline_code", "render_article", "serialize"]
 
@@ -130,7 +130,7 @@ def _markdown_image(images: list[tuple[str, str]], index: int, base: str, shown:
     if index >= len(images):
         return ""
     src, alt = images[index]
-    absolute = absolute_url(src, base)
+    absolute = web_url(src, base)
     if absolute is None:
         return ""
     if absolute not in shown:

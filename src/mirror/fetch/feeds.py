@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from .. import warc
 from ..http.gate import Reach, reach_of_ip
 from ..seeds.documents import Inventory
-from ..seeds.imports import FEED, parse_feed
+from ..seeds.imports import feed_kind, parse_feed
 from ..store.queries import warc_location
 
 __all__ = ["feed_entries", "feed_reach"]
@@ -33,7 +33,7 @@ def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
             continue
         try:
             _, head = warc.read_head(archive_dir, location, 4096)
-            if not FEED.match(_ascii(head)):
+            if not feed_kind(_ascii(head)):
                 continue
             _, body = warc.read_payload(archive_dir, location, MAX_FEED_BYTES)
         except warc.WarcError as exc:

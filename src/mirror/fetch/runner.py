@@ -42,8 +42,9 @@ from ..extract.pool import extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
+from ..check import soft404
 from ..store.queries import warc_location
-from . import requisites, soft404
+from . import requisites
 from .options import FetchOptions, load_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover

@@ -11,7 +11,6 @@ import httpx
 
 from .._util.text import decode
 from ..warc import payload_coding
-from . import direct as _direct
 
 __all__ = ["HEAD_BYTES", "decode_head", "is_htmlish", "raw_reason", "read_body"]
 
@@ -20,10 +19,7 @@ HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 # is at most limit / 1032 cannot decode past the limit.
 MAX_DEFLATE_RATIO = 1032
 
-Response = httpx.Response | _direct.DirectAnswer
-
-
-async def read_body(response: Response, max_bytes: int) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
+async def read_body(response: httpx.Response, max_bytes: int) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
     """The raw body, its decoded head, and whether it was cut at `max_bytes` (decoded)."""
     body = tempfile.SpooledTemporaryFile(max_size=1 << 20)
     declared = response.headers.get("content-length", "")
@@ -38,10 +34,10 @@ async def read_body(response: Response, max_bytes: int) -> tuple[tempfile.Spoole
     return body, bytes(decoder.head), False
 
 
-def raw_reason(response: Response) -> str:
+def raw_reason(response: httpx.Response) -> str:
     """The status text as sent (httpx keeps only its ASCII characters), as Latin-1 like the
     headers: the WARC record writes it back as the same bytes (`warc.write._head_bytes`)."""
-    raw = response.extensions.get("reason_phrase") if isinstance(response, httpx.Response) else response.raw_reason
+    raw = response.extensions.get("reason_phrase")
     return raw.decode("latin-1") if isinstance(raw, bytes) else response.reason_phrase
 
 
@@ -49,7 +45,7 @@ def is_htmlish(content_type: str | None) -> bool:
     return content_type is None or any(t in content_type.lower() for t in ("html", "xml", "text/plain"))
 
 
-def decode_head(head: bytes, response: Response) -> str:
+def decode_head(head: bytes, response: httpx.Response) -> str:
     text = decode(head, _charset(response.headers.get("content-type")), errors="replace")
     return head.decode("utf-8", errors="replace") if text is None else text
 

@@ -17,16 +17,14 @@ from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-import httpcore
 import httpx
 
 from .._types import Exchange, Reason, WarcLocation
 from ..warc import CaptureWriter
-from . import direct as _direct
-from . import transport as _net
+from .connect import CheckedTransport, Route, proxied, proxy_for
 from .failures import failed
 from .gate import Budget, Reach, server_key
-from .health import HostHealth
+from .host_health import HostHealth
 from .hop import Hops
 from .lookups import Lookups, ascii_host
 from .resolver import Resolver, nameservers_from_env
@@ -35,18 +33,6 @@ __all__ = ["Client", "proxied"]
 
 KEEPALIVE = 5.0  # seconds an idle connection is kept for the next request to its host (httpx's default)
 SWEEP_EVERY = 5.0  # seconds between closing the connections that outlived their keep-alive
-
-
-class _HttpClient(httpx.AsyncClient):
-    """httpx builds `response.next_request` even when not following redirects, and
-    raises on a Location it cannot parse (`data:`, `http://xn--/`), losing the
-    response. We follow redirects ourselves, so a bad Location is just no next request."""
-
-    def _build_redirect_request(self, request: httpx.Request, response: httpx.Response) -> httpx.Request | None:
-        try:
-            return super()._build_redirect_request(request, response)
-        except (httpx.InvalidURL, httpx.RemoteProtocolError, UnicodeError, ValueError, IndexError):
-            return None
 
 
 class Client(Hops):
@@ -85,17 +71,13 @@ class Client(Hops):
         self.lookups = Lookups(resolver or Resolver(nameservers_from_env()), dead_names,
                                look_ahead and not _proxies_set())  # (a proxy looks names up itself)
         self._global = asyncio.Semaphore(concurrency)
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._routes: dict[tuple[str, str | None], Route] = {}
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host, keepalive_expiry=keepalive)
         self._timeout = httpx.Timeout(timeout)
-        self._timeouts = self._timeout.as_dict()  # the same per-phase limits, as httpcore takes them (direct pools)
-        self._backend = _net.Backend(self.lookups.addresses.get)  # connects to the addresses looked up, for every pool of ours
-        self._pools = _direct.Pools(self._tls, self._limits, self._backend)  # for page resources (see mirror.http.direct)
-        self._proxy_answers: dict[tuple[str, str | None], bool] = {}
-        self._resource_headers: dict[tuple[str, bytes], tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]] = {}
+        self._proxies: dict[tuple[str, str], str | None] = {}
         self.revisits = revisits or {}
         self.deferred = 0  # requests given up at the run's end (asked for by the next run)
         self.in_flight: dict[str, float] = {}  # page requests under way (past their host's gate) -> time.monotonic() at start
@@ -120,8 +102,8 @@ class Client(Hops):
             await self.sweep_once()
 
     async def sweep_once(self) -> None:
-        for pool in [*self._pools.pools(), *(_pool_of(client) for client in self._clients.values())]:
-            for connection in list(getattr(pool, "connections", ())):
+        for pool in [route.pool for route in self._routes.values() if route.pool is not None]:
+            for connection in pool.connections:
                 try:
                     if connection.has_expired():  # idle past its keep-alive: the pool would close it anyway
                         await connection.aclose()
@@ -134,33 +116,34 @@ class Client(Hops):
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
         try:
-            for client in self._clients.values():
-                await client.aclose()
+            for route in self._routes.values():
+                await route.http.aclose()  # (and its transport)
         finally:
-            try:
-                await self._pools.aclose()
-            finally:
-                self.lookups.close()
+            self.lookups.close()
 
-    def _http(self, url: str) -> httpx.AsyncClient:
-        """One connection pool per host: httpx checks every pooled connection on each request."""
+    def _route(self, url: str) -> Route:
+        """One route, and one connection pool, per host (httpcore checks every pooled connection
+        on each request) and proxy: direct to the addresses looked up, or through the proxy."""
         parts = urlsplit(url)
-        host = (parts.netloc or "").lower()
-        if host not in self._clients:
+        proxy = self._proxy_for(url)
+        key = ((parts.netloc or "").lower(), proxy)
+        if key not in self._routes:
             headers = self._headers
             if self._private_hosts is None or (parts.hostname or "") in self._private_hosts:
                 headers = {**headers, **self._private_headers}
-            self._clients[host] = _HttpClient(
-                follow_redirects=False,
+            if proxy is None:
+                transport = CheckedTransport(self.lookups.addresses.get, self._tls, self._limits)
+            else:
+                transport = httpx.AsyncHTTPTransport(proxy=proxy, verify=self._tls, limits=self._limits)
+            http = httpx.AsyncClient(
+                transport=transport,
                 timeout=self._timeout,
                 headers=headers,
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
-                verify=self._tls,
-                trust_env=True,  # HTTP_PROXY / HTTPS_PROXY / NO_PROXY
-                limits=self._limits,
+                trust_env=False,  # (the proxy is decided here: `connect.proxy_for`)
             )
-            _use_backend(self._clients[host], self._backend)
-        return self._clients[host]
+            self._routes[key] = Route(http, transport, transport.pool if proxy is None else None)
+        return self._routes[key]
 
     async def get(
         self,
@@ -215,25 +198,24 @@ class Client(Hops):
         """A small JSON API answer (the Wayback availability API), politely, not captured."""
         async with self.health.gate(url).turn(self._global):
             async with asyncio.timeout(self.timeout):
-                response = await self._http(url).get(url)
+                response = await self._route(url).http.get(url)
         response.raise_for_status()
         return response.json()
 
-    def _proxied(self, url: str) -> bool:
-        """Whether httpx sends `url` through a proxy of the environment, as httpx itself decides
-        (`NO_PROXY` entries with a port or a scheme, one proxy for http and none for https: the
-        standard library's answer differs), asked once per scheme and server in a run."""
+    def _proxy_for(self, url: str) -> str | None:
+        """The proxy of the environment `url` goes through (`connect.proxy_for`), asked once per
+        scheme and server in a run: the same answer decides the address rule and the route."""
         parts = urlsplit(url)
         key = (parts.scheme, (parts.netloc or "").lower())
-        answer = self._proxy_answers.get(key)
-        if answer is None:
-            http = self._http(url)
+        if key not in self._proxies:
             try:
-                answer = http._transport_for_url(httpx.URL(url)) is not http._transport
-            except Exception:  # noqa: BLE001 - a URL httpx refuses, or internals not the ones known here
-                answer = proxied(url)
-            self._proxy_answers[key] = answer
-        return answer
+                self._proxies[key] = proxy_for(url)
+            except (httpx.InvalidURL, UnicodeError, ValueError):  # a URL httpx refuses: its request says so
+                self._proxies[key] = None
+        return self._proxies[key]
+
+    def _proxied(self, url: str) -> bool:
+        return self._proxy_for(url) is not None
 
     async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False, resource: bool = False) -> Reach | Exchange:
         """Where `url`'s host is (the most private of its addresses), or the failed lookup.
@@ -311,26 +293,6 @@ def _next_hop(url: str, current: str, location: str, chain: list[str], started: 
     return nxt
 
 
-def _use_backend(client: httpx.AsyncClient, backend: httpcore.AsyncNetworkBackend) -> None:
-    """Connections of `client`'s own transport through `backend` (which connects to the
-    addresses our lookup checked). A proxy's transport is left as it is: the proxy looks names up."""
-    pool = _pool_of(client)
-    if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = backend
-
-
-def _pool_of(client: httpx.AsyncClient) -> object | None:
-    """The httpcore pool behind an httpx client (None if httpx's internals changed)."""
-    return getattr(getattr(client, "_transport", None), "_pool", None)
-
-
 def _proxies_set() -> bool:
     """Whether the environment names a proxy for some scheme (NO_PROXY alone names none)."""
     return any(scheme != "no" and value for scheme, value in urllib.request.getproxies().items())
-
-
-def proxied(url: str) -> bool:
-    """Whether a request for `url` goes through a proxy of the environment (HTTP_PROXY, ...)."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies()
-    return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(parts.hostname or "")

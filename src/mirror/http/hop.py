@@ -1,6 +1,6 @@
-"""One request hop of the client: the address rule, the host's gate, the request sent (through
-httpx, or httpcore's pool directly for a page's resources), the body read within its bounds, the
-capture written to WARC, and the answer classified (redirect, blocked page, HTTP error)."""
+"""One request hop of the client: the address rule, the host's gate, the request sent on its
+host's route, the body read within its bounds, the capture written to WARC, and the answer
+classified (redirect, blocked page, HTTP error)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpcore
 import httpx
 
 from .. import warc
 from .._types import Exchange, Reason, http_error
 from ..warc import PAGE_HEADER, Capture
-from . import direct as _direct
 from .blocked import HINT, blocked_reason
 from .body import decode_head, is_htmlish, raw_reason, read_body
 from .failures import failed, retry_after
@@ -23,7 +21,8 @@ from .gate import Budget, Reach
 
 if TYPE_CHECKING:
     from ..warc import CaptureWriter
-    from .health import HostHealth
+    from .connect import Route
+    from .host_health import HostHealth
     from .lookups import Lookups
 
 __all__ = ["Hops"]
@@ -39,13 +38,9 @@ class Hops:
     max_bytes: int
     in_flight: dict[str, float]
     _global: asyncio.Semaphore
-    _timeouts: dict
-    _pools: _direct.Pools
-    _cookies: object
-    _resource_headers: dict
     revisits: dict  # page URL -> (its saved copy's URL, location), for a re-check (a payload seen before is a revisit)
 
-    def _http(self, url: str) -> httpx.AsyncClient: ...
+    def _route(self, url: str) -> Route: ...
     def _proxied(self, url: str) -> bool: ...
     async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False, resource: bool = False) -> Reach | Exchange: ...
 
@@ -65,14 +60,11 @@ class Hops:
         host = (urlsplit(url).netloc or "").lower()
         if self.health.refuses(url, host):
             return self.health.refused(url, host)
-        checked = _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
-        parsed = checked if reach is not None else None  # (resources may take the direct path)
+        _parsed(url)  # refuses a malformed URL (bad_url) before any lookup
         refusal = await self._address_rule(url, budget, reach)
         if refusal is not None:
             return refusal
-        http = self._http(url)  # set up before the gate's clock starts, so the gap is the server's
-        pool = self._direct_pool(http, host, parsed, headers) if parsed is not None else None
-        request = _Request(http, url, headers, pool, parsed, self._direct_headers(http, host, parsed) if pool is not None else None)
+        request = _Request(self._route(url), url, headers)  # made before the gate's clock starts, so the gap is the server's
         answer = await self._send(request, host, budget)
         if isinstance(answer, Exchange):
             return answer
@@ -122,7 +114,7 @@ class Hops:
                 self.in_flight[url] = time.monotonic()
             try:
                 async with asyncio.timeout(timeout):
-                    response = await request.send(turn, self._timeouts)
+                    response = await request.send(turn)
                     try:
                         body, head, truncated = await read_body(response, self.max_bytes)
                     finally:
@@ -171,44 +163,27 @@ class Hops:
             return None
         return original
 
-    def _direct_pool(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL, headers: dict[str, str]) -> httpcore.AsyncConnectionPool | None:
-        """The pool a resource request may go to without httpx's models (see `mirror.http.direct`):
-        none when cookies, a proxy, credentials in the URL, extra headers or a Host header of
-        the user's (--header) are involved."""
-        if (headers or self._cookies is not None or parsed.userinfo or parsed.scheme not in ("http", "https")
-                or len(http.cookies.jar) or "host" in http.headers):
-            return None
-        return self._pools.get(parsed, host) if _direct.unproxied(http, parsed) else None
-
-    def _direct_headers(self, http: httpx.AsyncClient, host: str, parsed: httpx.URL) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, str]]]:
-        """The headers `http` would send to `parsed`'s host, raw and as written to WARC; the same for every resource of a host."""
-        key = (host, parsed.netloc)
-        if key not in self._resource_headers:
-            raw = [(b"Host", parsed.netloc), *http.headers.raw]
-            self._resource_headers[key] = (raw, list(httpx.Headers(raw).items()))
-        return self._resource_headers[key]
-
 
 class _Request:
-    """One GET, by httpx or straight to httpcore's pool (`pool`, with `direct` headers)."""
+    """One GET on its host's route."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, headers: dict[str, str], pool, parsed: httpx.URL | None, direct):
-        self.http, self.url, self.pool, self.parsed = http, url, pool, parsed
-        if pool is None:
-            self.request = http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
-            self.headers = list(self.request.headers.items())
-        else:
-            self.raw_headers, self.headers = direct
+    def __init__(self, route: Route, url: str, headers: dict[str, str]):
+        self.route, self.url = route, url
+        self.request = route.http.build_request("GET", url, headers=headers)  # refuses a malformed URL before any waiting
+        parsed = self.request.url
+        if parsed.username or parsed.password:  # as httpx's client sends a URL's credentials
+            next(httpx.BasicAuth(parsed.username, parsed.password).auth_flow(self.request))
+        self.headers = list(self.request.headers.items())
 
-    async def send(self, turn, timeouts: dict):
-        if self.pool is None:
-            if turn.holding:  # the gate waits for the request line to go out
-                self.request.extensions["trace"] = turn.trace
-            return await self.http.send(self.request, stream=True)
-        extensions = {"timeout": timeouts, "trace": turn.trace} if turn.holding else {"timeout": timeouts}
-        response = await _direct.send(self.pool, self.parsed, self.raw_headers, extensions)
-        if "set-cookie" in response.headers:  # kept as httpx keeps it, before the body: later requests send it
-            self.http.cookies.extract_cookies(httpx.Response(response.status_code, headers=response.headers.raw, request=httpx.Request("GET", self.parsed)))
+    async def send(self, turn) -> httpx.Response:
+        """The response, its body left to stream. Sent on the route's transport, not by the
+        client: the client would also build the redirect's next request, and a Location it
+        cannot parse would lose the response (the Client follows redirects, hop by hop)."""
+        if turn.holding:  # the gate waits for the request line to go out
+            self.request.extensions["trace"] = turn.trace
+        response = await self.route.transport.handle_async_request(self.request)
+        response.request = self.request
+        self.route.http.cookies.extract_cookies(response)  # kept before the body, as httpx keeps them: later requests send them
         return response
 
     def capture(self, response, body, truncated: bool, names: dict[str, str]) -> Capture:
@@ -224,7 +199,7 @@ class _Request:
             response_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw],
             body=body,
             extra_warc_headers={**extra, **names},
-            target=(self.request.url if self.pool is None else self.parsed).raw_path.decode("ascii"),
+            target=self.request.url.raw_path.decode("ascii"),
         )
 
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import copy
 import sqlite3
+from urllib.parse import parse_qsl, urlencode
 
-from datasette import hookimpl
+from datasette import Response, hookimpl
 from markupsafe import Markup, escape
 
 from ..search import FTS_TABLE, build_match
-from ._common import date_attribute, date_text
+from ._common import archive_name, date_attribute, date_text
 from ._origin import guard, validate_settings
 from .home import home_view
 from .screenshots import screenshot_view
-from .table_search import ranked_table_search
 from .versions import compare_view
 from .views import reader_view, resource_view, search_view, snapshot_view, version_snapshot_view
 
@@ -123,8 +123,39 @@ def prepare_jinja2_environment(env):
 @hookimpl
 def asgi_wrapper(datasette):
     """Outside: only this machine's own pages may ask (DNS rebinding, cross-origin probes).
-    Inside: `/<db>/pages?_search=` without `_sort` ranked by relevance (bm25), like `mirror search`."""
-    return lambda app: guard(datasette, ranked_table_search(datasette, app))
+    Inside: the pages table's search, as a page, goes to the ranked search page."""
+    return lambda app: guard(datasette, _ranked_search_page(datasette, app))
+
+
+def _ranked_search_page(datasette, app):
+    """`/<archive>/pages?_search=…` as HTML, with no filter and no order of the user's (the
+    table's form sends `_sort=url`, its default), is redirected to `/-/mirror/search?q=…`: ranked
+    as `mirror search` ranks. Anything else (JSON, a filter, `_sort`) is datasette's own table
+    view, whose `_search` is filtered by our `escape_fts` (`prepare_connection`), unranked."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
+            query = await _table_search(datasette, scope)
+            if query is not None:
+                location = datasette.urls.path("/-/mirror/search") + "?" + urlencode({"q": query})
+                await Response.redirect(location).asgi_send(send)
+                return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
+async def _table_search(datasette, scope) -> str | None:
+    """The words of a table search of the archive's pages that the search page answers alike."""
+    base = datasette.urls.path("/")
+    path = scope.get("path", "")
+    if not path.startswith(base) or path.count("/") != base.count("/") + 1 or not path.endswith("/pages"):
+        return None
+    args = parse_qsl(scope.get("query_string", b"").decode("utf-8", "replace"), keep_blank_values=True)
+    query = next((value for key, value in args if key == "_search"), "")
+    if not query.strip() or any(key != "_search" and not (key == "_sort" and value in ("", "url")) for key, value in args):
+        return None
+    return query if path[len(base):-len("/pages")] == await archive_name(datasette) else None
 
 
 @hookimpl

@@ -107,17 +107,22 @@ def _page_id(request) -> int:
     return int(text)
 
 
-async def _archive(datasette, request):
-    """The mirror database (named `mirror`, or the first with a pages table), if the
-    actor may read it (datasette's permissions)."""
+async def archive_name(datasette) -> str | None:
+    """The mirror database's name: `mirror`, or the first with a pages table."""
     for name, db in datasette.databases.items():
-        if name == "_internal" or db.path is None:
-            continue
-        if name == "mirror" or await db.table_exists("pages"):
-            if not await can_read_archive(datasette, request.actor, name):
-                raise _Forbidden("you may not read this archive")
-            return db
-    raise _Missing("no mirror archive is attached to this datasette")
+        if name != "_internal" and db.path is not None and (name == "mirror" or await db.table_exists("pages")):
+            return name
+    return None
+
+
+async def _archive(datasette, request):
+    """The mirror database (`archive_name`), if the actor may read it (datasette's permissions)."""
+    name = await archive_name(datasette)
+    if name is None:
+        raise _Missing("no mirror archive is attached to this datasette")
+    if not await can_read_archive(datasette, request.actor, name):
+        raise _Forbidden("you may not read this archive")
+    return datasette.databases[name]
 
 
 def _folder(db) -> Path:

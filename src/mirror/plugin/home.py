@@ -15,7 +15,7 @@ from datasette import Response
 from datasette.database import QueryInterrupted
 
 from .._enums import PageStatus
-from ..extract.css import web_url
+from ..urls import web_url
 from ._common import _archive, _views, reader_csp
 from .screenshots import screenshot_urls
 
@@ -178,7 +178,7 @@ def _entry(datasette, row: dict) -> dict:
         **row,
         "reader": reader(row.get("id")),
         "original_reader": reader(row.get("original_id")),
-        "href": web_url(row["url"], "") if row.get("url") else None,  # only http(s) becomes a link
+        "href": web_url(row["url"]),  # only http(s) becomes a link
         "site": site,
         "initial": site[:1].upper() or "?",  # a card without a screenshot shows its site's initial
     }

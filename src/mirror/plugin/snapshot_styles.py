@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 import lxml.html
 
-from ..extract.css import decode_css, is_css, rewrite_css, web_url
+from ..extract.css import decode_css, is_css, rewrite_css
+from ..urls import web_url
 
 __all__ = ["apply_styles", "collect_styles", "is_font", "is_stylesheet", "serve_css"]
 

@@ -12,7 +12,7 @@ import sqlite_utils
 from datasette import Response
 
 from .._util.similar import changed_fraction, text_hash
-from ..store import health
+from ..check import link_health as health
 from ._common import _BadRequest, _folder, _Missing, _read, _requested_page, _views, reader_csp
 
 __all__ = ["compare_view", "diff_html", "versions_for_reader"]

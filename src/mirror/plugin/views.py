@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import nh3
 import sqlite_utils
@@ -17,9 +17,11 @@ from markdown_it import MarkdownIt
 
 from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
-from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, absolute_url, document_base, image_source, is_fallback_copy
+from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
-from ..store import health, queries
+from ..check import link_health as health
+from ..store import queries
+from ..urls import web_url
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _requested_page, _views, reader_csp
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
@@ -36,14 +38,6 @@ _WEB_SCHEMES = {"http", "https"}
 _IMG = re.compile(r'<img\b[^>]*?\bsrc="([^"]*)"[^>]*>')
 _ALT = re.compile(r'\balt="([^"]*)"')
 _INLINE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/x-icon")
-
-
-def web_url(url: str | None) -> str | None:
-    """`url` if it may become a link (http or https), else None: shown as text only."""
-    if not url:
-        return None
-    scheme, sep, _ = url.strip().partition(":")
-    return url if sep and scheme.lower() in _WEB_SCHEMES else None
 
 
 @_views
@@ -68,8 +62,9 @@ async def search_view(datasette, request):
     shots = await screenshot_urls(datasette, db, [hit.id for hit in hits])
     for row in rows:
         row["screenshot"] = shots.get(row["id"])
+    table = datasette.urls.table(db.name, "pages") + "?" + urlencode({"_search": query, "_sort": "title"})  # datasette's table view
     return Response.html(
-        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows}, request=request),
+        await datasette.render_template("mirror_search.html", {"q": query, "hits": rows, "table_url": table}, request=request),
         headers={"Content-Security-Policy": reader_csp()},
     )
 
@@ -208,7 +203,7 @@ def local_images(cleaned: str, base: str, archived: set[str], datasette) -> str:
     """
 
     def local_image(match: re.Match) -> str:
-        src = absolute_url(html.unescape(match[1]), base) or ""
+        src = web_url(html.unescape(match[1]), base) or ""
         if src in archived:  # swap the src value itself (the same text may sit in alt too)
             tag, start, end = match[0], match.start(1) - match.start(), match.end(1) - match.start()
             return tag[:start] + html.escape(_resource_path(datasette, src)) + tag[end:]
@@ -227,7 +222,7 @@ def _local_pictures(tree, base: str, archived: set[str], datasette) -> None:
     copies = [img for img in tree.iter("img") if is_fallback_copy(img, seen)]
     for img in tree.iter("img"):
         chosen = image_source(img)
-        src = absolute_url(chosen, base) if chosen else None
+        src = web_url(chosen, base)
         for attribute in ("src", "srcset", *LAZY_ATTRIBUTES, *LAZY_SRCSETS):
             img.attrib.pop(attribute, None)
         if src in archived:

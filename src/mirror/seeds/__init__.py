@@ -6,8 +6,8 @@ the same page).
     text         plain-text and Markdown seeds: each line's kind, then titles and sections
     links        the links in one line: found, trimmed, titled and made a Link
     html         HTML seeds: saved pages and the Netscape bookmark export
-    urls         normalize, classify, glued-URL repairs
-    _child_call  a long seed's second half of lines read in a child process
+    imports      the exports of bookmark services (JSON, CSV) and feeds (RSS, Atom, OPML)
+URL identity (normalize, classify, glued-URL repairs) is `mirror.urls`, every stage's.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from .._types import Link
     from .documents import Inventory, SeedError, decode_seed, links_from_urls, read_seeds
     from .text import parse_text
-    from .urls import normalize
+    from ..urls import normalize
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
 
 __getattr__ = lazy_exports(__name__, {
     "Inventory": ".documents", "Link": "mirror._types", "SeedError": ".documents", "decode_seed": ".documents", "links_from_urls": ".documents",
-    "parse_text": ".text", "read_seeds": ".documents", "normalize": ".urls",
+    "parse_text": ".text", "read_seeds": ".documents", "normalize": "mirror.urls",
 })

@@ -91,7 +91,7 @@ def _read_one(path: Path, name: str, inventory: Inventory) -> None:
 def _parse(path: Path, text: str, name: str, warn) -> list[Link]:
     """The links of one seed, read as what it is: an export (JSON, CSV, a feed), HTML, or text."""
     suffix = path.suffix.lower()
-    if suffix in (".json", ".csv", ".rss", ".atom", ".opml") or (suffix in (".xml", "") and imports.FEED.match(text[:2000])):
+    if suffix in (".json", ".csv", ".rss", ".atom", ".opml") or (suffix in (".xml", "") and imports.feed_kind(text[:2000])):
         parse = {".json": imports.parse_json, ".csv": imports.parse_csv}.get(suffix, imports.parse_feed)
         return parse(text, name, warn)
     if _looks_like_html(path, text):

@@ -8,68 +8,29 @@ from collections.abc import Iterator
 import lxml.html
 
 from .._types import Link
-from ._child_call import ChildCall
-from ._pocket import begins_in_shape, pocket_rows
-from .imports import (
-    TWO_CORES,
-    Row,
-    _fields_of,
-    as_links,
-    links_of,
-    parents_share,
-    waiting_child,
-)
+from .imports import Row, as_links, skip_comments, source_lines
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
 _NOT_SPACE = re.compile(r"\S")
 _PARSER = lxml.etree.HTMLParser(encoding="utf-8")
-_NETSCAPE = re.compile(r"\s*(?:<!--.*?-->\s*)*+<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE | re.DOTALL)  # (*+: comments read once)
-_BOOKMARK_DT = re.compile(r"(<dt>\s*<a\b[^>]*>(?:(?!</a>).)*+</a>)(?!\s*</dt>)", re.IGNORECASE | re.DOTALL)
-_DD = re.compile(r"(<dd>[^<]*+)(?!</dd>)", re.IGNORECASE)
+_NETSCAPE = re.compile(r"<!DOCTYPE\s+NETSCAPE-Bookmark-file", re.IGNORECASE)
+# a bookmark: <DT>, its <A ...>, its title up to </A> (which holds no other bookmark's <DT>), not
+# followed by a </DT>; plain character classes, so that a file of unclosed ones is read in linear time
+_BOOKMARK_DT = re.compile(r"(<dt>\s*<a\b[^<>]*>[^<]*(?:<(?!/a>|dt\b)[^<]*)*</a>)(?!\s*</dt>)", re.IGNORECASE)
+_DD = re.compile(r"(<dd>[^<]*)(?=<(?!/dd>)|\Z)", re.IGNORECASE)  # (its text runs to a "<": no shorter match)
 
 
 def parse_html(text: str, seed: str) -> list[Link]:
-    """Every <a href> with its text as title and its folder or heading as section; Pocket's export
-    read from the text (`_pocket`). A long one (a bookmark export of 100,000 links) has its child
-    process read its first lines (Pocket's), or started before this one parses it (`waiting_child`)."""
-    text = _closed(text)
-    data = text.encode("utf-8")
-    long = data.count(b"<a ") + data.count(b"<A ") >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
-    if long and begins_in_shape(text) and (links := _pocket_on_two_cores(text, seed)) is not None:
-        return links
-    with waiting_child(long) as child:
-        if (rows := pocket_rows(text, _section_name)) is not None:  # (its rigid shape, read without a tree)
-            return links_of(rows, seed, child)
-        root = _root(data)
-        if root is None:
-            return []
-        anchors, headings = _anchors(root)
-        return links_of(_rows(root, anchors, headings), seed, child, len(anchors))
-
-
-def _pocket_on_two_cores(text: str, seed: str) -> list[Link] | None:
-    """A long export in Pocket's shape, its first part read in a child process meanwhile, from the
-    text (as a reading list's first lines are): the child has no rows to wait for. None if the
-    export is not in Pocket's shape (`_pocket`)."""
-    cut = text.find("\n", len(text) - parents_share(len(text))) + 1  # (where a line starts)
-    if cut <= 0:
-        return None
-    with ChildCall("mirror.seeds.html", "_pocket_fields_for_parent", text[:cut]) as child:
-        rows = pocket_rows(text, _section_name, start=cut)
-        if rows is None:
-            return None
-        links = as_links(_fields_of(rows), seed)
-        theirs = child.result()
-    if theirs is None:  # (the child could not tell: read here)
-        theirs = _pocket_fields_for_parent(text, cut)
-    return None if theirs is None else as_links(theirs, seed) + links
-
-
-def _pocket_fields_for_parent(text: str, end: int | None = None) -> list[tuple] | None:
-    """(In the child process.) The Link fields of the rows of the text (up to `end`), if in Pocket's shape."""
-    rows = pocket_rows(text, _section_name, end=len(text) if end is None else end)
-    return None if rows is None else _fields_of(rows)
+    """Every <a href> with its text as title and its folder or heading as section (Pocket's
+    export and the bookmark file keep tags and dates as attributes)."""
+    data = _closed(text).encode("utf-8")
+    root = _root(data)
+    if root is None:
+        return []
+    anchors, headings = _anchors(root)
+    lines = source_lines(anchors, data, lambda again: _linked(_root(again)))
+    return as_links(_rows(root, anchors, headings, lines), seed)
 
 
 def _root(data: bytes):
@@ -107,13 +68,17 @@ def _anchors(root) -> tuple[list, dict]:
     return anchors, nearest
 
 
-def _rows(root, anchors: list, headings: dict) -> Iterator[Row]:
-    """The anchors' rows, made as they are taken: each link's column counts the links before it on its line."""
+def _linked(root) -> list:
+    """The <a href> elements, in order."""
+    return [] if root is None else [a for a in root.iter("a") if (a.get("href") or "").strip()]
+
+
+def _rows(root, anchors: list, headings: dict, lines: list[int]) -> Iterator[Row]:
+    """The anchors' rows (on their `lines`), made as they are taken: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
     named: dict = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
-    for anchor in anchors:
-        line = anchor.sourceline or 0
+    for anchor, line in zip(anchors, lines, strict=True):
         per_line[line] = column = per_line.get(line, 0) + 1
         title = (anchor.text or "") if len(anchor) == 0 else _text(anchor)  # (no child: its text is all of it)
         section = _section(anchor, headings[anchor], named, folders)
@@ -125,7 +90,7 @@ def _closed(text: str) -> str:
     """A browser's bookmark file with each bookmark's <DT> (and <DD>) closed. Browsers never close
     them, and libxml2 nests each in the one before: past 256 levels it stops reading, without a
     word (a folder of 300 bookmarks kept 251). A folder's <DT> keeps its <DL> inside."""
-    if not _NETSCAPE.match(text):
+    if not _NETSCAPE.match(text, skip_comments(text)):
         return text
     return _DD.sub(r"\1</dd>", _BOOKMARK_DT.sub(r"\1</dt>", text))
 

@@ -1,7 +1,8 @@
 """Exports of the bookmark services people leave, read as reading lists: Pinboard's JSON, Pocket's,
 Raindrop's and Instapaper's CSV (Pocket's HTML is a bookmark file: `html`), and RSS, Atom and OPML
-files (each entry a link). Titles, tags and dates are kept with the link; folders, feeds and
-collections are sections. A row without a URL is reported with its line, never a traceback."""
+files (each entry a link). One reader a format: `json`, `csv`, lxml for XML. Titles, tags and
+dates are kept with the link; folders, feeds and collections are sections. A row without a URL
+is reported with its line, never a traceback."""
 
 from __future__ import annotations
 
@@ -11,20 +12,21 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from datetime import date, datetime
-from itertools import islice
 
 from .._types import Link
-from . import urls
-from ._child_call import ChildCall
-from ._feed_text import DATE_ELEMENTS, READ_ELEMENTS, TAG_ELEMENTS, feed_rows, first_entry_name
+from .. import urls
 from .links import _link
 
-__all__ = ["FEED", "parse_csv", "parse_feed", "parse_json", "tag_list", "when"]
+__all__ = ["feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]
 
-FEED = re.compile(r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*+<(rss|feed|opml|rdf:RDF)\b", re.S | re.I)  # (*+: comments read once)
+_XML_DECLARATION = re.compile(r"\s*<\?xml[^>]*>", re.I)
+_FEED_ROOT = re.compile(r"<(rss|feed|opml|rdf:RDF)\b", re.I)
+_SPACE = re.compile(r"\s*")
+TAG_ELEMENTS = frozenset(("category", "subject"))
+DATE_ELEMENTS = ("pubDate", "published", "updated", "date")  # the first an entry has is its date
+READ_ELEMENTS = frozenset(("link", "title", *TAG_ELEMENTS, *DATE_ELEMENTS))  # an entry's children that are read
+LINE_MOST = 65_535  # libxml2 keeps an element's line up to this (past it: HTML's is 65,535, XML's its text's)
 _URL_COLUMNS = ("url", "href", "link", "uri")
 _TITLE_COLUMNS = ("title", "description", "name")
 _TAG_COLUMNS = ("tags", "tag", "labels")
@@ -132,52 +134,15 @@ def _tags(value: str | tuple[str, ...]) -> str | None:
 
 
 Row = tuple  # (href, line, col, title, section, tags, added): a link as an export writes it
-TWO_CORES = 50_000  # rows from which the second half is made into links in a child process meanwhile
 
 
-def parents_share(rows: int) -> int:
-    """How many of a long export's rows the parent makes links of: a little more than half,
-    as the child starts a Python first."""
-    return rows * 11 // 20
+def as_links(rows: Iterable[Row], seed: str) -> list[Link]:
+    """An export's rows as the links of `seed`, in order."""
+    return [_link(url, written, seed, *rest) for url, written, *rest in _fields_of(rows)]
 
 
-def links_of(rows: Iterable[Row], seed: str, child: ChildCall | None = None, count: int | None = None) -> list[Link]:
-    """Rows as links, in order; a long export's first part made in a child process meanwhile
-    (`_child_call`: the second core), by the same function, so the result is the same. `child`:
-    one started (`waiting_child`) while this process parsed the document; it is given its rows
-    as soon as they are read, `count` (as many rows, about) telling how many to give it."""
-    count = len(rows) if count is None else count
-    rows = iter(rows)
-    if count < TWO_CORES:
-        return as_links(_fields_of(list(rows)), seed)
-    theirs = list(islice(rows, count - parents_share(count)))
-    with nullcontext(child) if child is not None else ChildCall("mirror.seeds.imports", "_fields_of", theirs) as child:
-        child.send(theirs)  # (a child given its rows when started, or that reads them itself, takes none here)
-        links = as_links(_fields_of(list(rows)), seed)
-        answer = child.result()
-    return as_links(answer if _same_rows(answer, theirs) else _fields_of(theirs), seed) + links
-
-
-def _same_rows(answer: object, rows: list[Row]) -> bool:
-    """Whether a child's answer is the fields of exactly these rows, each URL as written on its
-    line (a child that read the export otherwise, its rows shifted, is not taken at its word)."""
-    return isinstance(answer, list) and len(answer) == len(rows) and all(
-        fields[1] == row[0] and fields[2] == row[1] for fields, row in zip(answer, rows, strict=True))
-
-
-def waiting_child(long: bool) -> ChildCall | nullcontext:
-    """For a document estimated `long`, a child process to start before this one parses it
-    (its Python starts meanwhile), to be given its rows by `links_of`; else nothing."""
-    return ChildCall.waiting("mirror.seeds.imports", "_fields_of") if long else nullcontext()
-
-
-def as_links(fields: list[tuple], seed: str) -> list[Link]:
-    """`_fields_of`'s tuples (made here or in a child process) as the links of `seed`."""
-    return [_link(url, written, seed, *rest) for url, written, *rest in fields]
-
-
-def _fields_of(rows: list[Row]) -> list[tuple]:
-    """(Also in the child process.) Each row's Link fields but its seed, in Link's order:
+def _fields_of(rows: Iterable[Row]) -> list[tuple]:
+    """Each row's Link fields but its seed, in Link's order:
     url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
     fields = []
     sections: dict = {}  # an export's few folders, each tidied once
@@ -196,29 +161,14 @@ def _fields_of(rows: list[Row]) -> list[tuple]:
 
 def parse_json(text: str, seed: str, warn: Warn) -> list[Link]:
     """Pinboard's JSON export: a list of {href, description, extended, tags, time}."""
-    return _on_two_cores("json", text, seed, warn)
+    return as_links(_json_rows(text, seed, warn), seed)
 
 
 def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
     """Pocket's (title,url,time_added,tags,status), Raindrop's (id,title,note,excerpt,url,folder,
     tags,created,...) and Instapaper's (URL,Title,Selection,Folder,Timestamp) CSV, or any CSV with
     a URL column; a line without a URL, or that cannot be read, is reported."""
-    return _on_two_cores("csv", text, seed, warn)
-
-
-def _on_two_cores(kind: str, text: str, seed: str, warn: Warn) -> list[Link]:
-    """An export's links. A long one's child process starts at once and reads the export too (the
-    C parsers take a fraction of the time), then makes links of the rows of its share (`links_of`):
-    started after the parse, as a reading list's rows would be, it waited for it."""
-    long = text.count(_ROW_MARK[kind]) >= TWO_CORES  # (an estimate, before any parse: whether to start the child)
-    with ChildCall("mirror.seeds.imports", "_export_fields_for_parent", kind, text) if long else nullcontext() as child:
-        return links_of(_ROWS_OF[kind](text, seed, warn), seed, child)
-
-
-def _export_fields_for_parent(kind: str, text: str) -> list[tuple]:
-    """(In the child process.) The Link fields of the export's rows of the child's share (`links_of`)."""
-    rows = _ROWS_OF[kind](text, "", lambda warning: None)
-    return _fields_of(rows[: len(rows) - parents_share(len(rows))])
+    return as_links(_csv_rows(text, seed, warn), seed)
 
 
 def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
@@ -258,7 +208,7 @@ def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
     `csv.DictReader` reads them). A field may be as long as the file (the csv module's own limit
     is 128 KiB, and process-wide: the caller's is put back); a line that cannot be read ends the
     reading there, reported (read on, a quoted field's lines would be taken for rows)."""
-    limit = csv.field_size_limit(_FIELD_LIMIT)  # (the same in the child process, whatever the caller set)
+    limit = csv.field_size_limit(_FIELD_LIMIT)  # (whatever the caller set: put back after)
     try:
         return _csv_rows_read(csv.reader(io.StringIO(text)), seed, warn)
     finally:
@@ -305,120 +255,90 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
     return rows
 
 
-_ROWS_OF = {"csv": _csv_rows, "json": _json_rows}
-_ROW_MARK = {"csv": "\n", "json": "{"}  # what each row of a long export holds once at least
-
-
 def parse_feed(text: str | bytes, seed: str, warn: Warn, base: str | None = None) -> list[Link]:
     """RSS and Atom entries (link, title, categories as tags, date; the feed's title as section)
     and OPML outlines (a feed's site, else the feed; folders as sections). Bytes (a fetched feed)
-    are decoded as their XML declaration says; entry links are resolved against `base`.
-    A long feed's child process reads its first part from the text (`_feed_split`), or, for one
-    read from the tree, starts before this one parses it (`waiting_child`)."""
+    are decoded as their XML declaration says; entry links are resolved against `base`."""
     # decoded text is parsed as what it is now, UTF-8, whatever its declaration says (a GBK file)
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     encoding = None if isinstance(text, bytes) else "utf-8"
-    # (an estimate, before any parse: whether to start the child; what it does is decided on the parse)
-    long = _counted_past(text, _ENTRY_MARKS[encoding], TWO_CORES)
-    # a text that reads one way only is read as libxml2 parses it (in a thread: it lets go of the
-    # GIL), its entries without the tree where they have a plain shape (`_feed_text`); a long
-    # one's first part in a child process meanwhile, from the text too (`_feed_split`)
-    plain = encoding is not None and "\r" not in text and "<!DOCTYPE" not in text and not _is_opml(text)
-    split = _feed_split(text) if plain and long else None
-    with ChildCall("mirror.seeds.imports", "_feed_fields_for_parent", text[:split], seed, base) if split else waiting_child(long) as child:
-        if plain:
-            with ThreadPoolExecutor(1, thread_name_prefix="mirror-feed") as thread:
-                parsed = thread.submit(_feed_root, text, encoding)
-                read = feed_rows(text, seed, _joiner(base), split or 0)
-                if split and read is not None:  # (made while libxml2 parses, in vain if it mends the feed)
-                    ours = _part_fields(read.rows)
-                root, well_formed, problem = parsed.result()
-        else:
-            read, (root, well_formed, problem) = None, _feed_root(text, encoding)
-        if root is None:
-            warn(f"{seed}: {problem}; no links read")
-            return []
-        if _local(root.tag) == "opml":
-            return links_of(list(_outlines(root, base)), seed, child)
-        if read is not None and well_formed:  # (what libxml2 mended, the tree has as it mended it)
-            section = _section_of(root)
-            if split:
-                theirs = child.result() or _feed_fields_for_parent(text[:split], seed, base)
-                if theirs is not None:  # (else the first part is not read from the text, nor is the whole)
-                    fields, warnings, before = theirs
-                    for warning in (*warnings, *read.warnings):
-                        warn(warning)
-                    return _links_placed(fields, seed, section) + _links_placed(ours, seed, section, before)
+    root, problem = _feed_root(data, encoding)
+    if root is None:
+        warn(f"{seed}: {problem}; no links read")
+        return []
+    opml = _local(root.tag) == "opml"
+    elements = _outline_elements if opml else _feed_entries
+    found = elements(root)
+    lines = source_lines(found, data, lambda again: elements(_feed_root(again, encoding)[0]))
+    rows = _outlines(found, lines, base) if opml else _entries(root, found, lines, seed, warn, base)
+    return as_links(rows, seed)
+
+
+def feed_kind(text: str) -> str | None:
+    """The root element's name, lower case (`rss`, `feed`, `opml`, `rdf:rdf`), if `text` begins
+    as a feed does (an XML declaration, white space and comments before it), else None."""
+    declaration = _XML_DECLARATION.match(text)
+    root = _FEED_ROOT.match(text, skip_comments(text, declaration.end() if declaration else 0))
+    return root[1].lower() if root else None
+
+
+def skip_comments(text: str, position: int = 0) -> int:
+    """Where `text` goes on after the white space and comments from `position` (each read once)."""
+    while True:
+        position = _SPACE.match(text, position).end()
+        if not text.startswith("<!--", position) or (end := text.find("-->", position + 4)) == -1:
+            return position
+        position = end + 3
+
+
+def source_lines(elements: list, data: bytes, parse: Callable[[bytes], list]) -> list[int]:
+    """Each element's line in `data`. libxml2 keeps a line up to LINE_MOST (past it an HTML
+    element's is LINE_MOST, an XML one's the line of the text in it): past it, `data` is parsed
+    again (`parse` gives the same elements of the new tree) with the line breaks before a window
+    made spaces, once a window. White space either way: the same elements, in the same order."""
+    lines = [element.sourceline or 0 for element in elements]
+    late = [i for i, line in enumerate(lines) if line >= LINE_MOST]
+    cut = joined = 0  # line breaks made spaces, up to `cut`
+    while late:
+        for _ in range(_WINDOW):
+            cut = data.find(b"\n", cut + 1)
+            if cut == -1:
+                return lines  # (no more lines: what libxml2 said stands)
+        joined += _WINDOW
+        again = parse(data[: cut + 1].replace(b"\n", b" ") + data[cut + 1 :])
+        if len(again) != len(elements):
+            return lines
+        still = []
+        for i in late:
+            if (line := again[i].sourceline or 0) < LINE_MOST:
+                lines[i] = line + joined
             else:
-                for warning in read.warnings:
-                    warn(warning)
-                return links_of([(*row[:4], section, *row[4:]) for row in read.rows], seed, child)
-        entries = _feed_entries(root)
-        return links_of(_entries(root, entries, seed, warn, base), seed, None if split else child, len(entries))
+                still.append(i)
+        late = still
+    return lines
 
 
-def _feed_split(text: str) -> int | None:
-    """Where a long feed's first part, the child's, ends: after the end tag of the entry that
-    ends about its share from the start (the child tells whether it is one). None if none shows."""
-    name = first_entry_name(text)
-    closing = text.find(f"</{name}", len(text) - parents_share(len(text))) if name else -1
-    end = text.find(">", closing)
-    return end + 1 if closing != -1 and end != -1 and not text[closing + len(name) + 2 : end].strip(" \t\n") else None
+_WINDOW = LINE_MOST - 1_000  # line breaks a window moves on (it begins a little before the last one ended)
 
 
-def _feed_fields_for_parent(text: str, seed: str, base: str | None) -> tuple[list[tuple], list[str], int] | None:
-    """(In the child process.) The Link fields (without the feed's title as section) and warnings
-    of the entries of a feed's first part, and how many there are; None unless they are all read
-    from the text and the last ends where the part does."""
-    read = feed_rows(text, seed, _joiner(base))
-    if read is None or read.end != len(text) or not read.entries:
-        return None
-    return _part_fields(read.rows), read.warnings, read.entries
-
-
-def _part_fields(rows: list[tuple]) -> list[tuple]:
-    """The Link fields of a feed part's rows (`feed_rows`'), their section left to `_links_placed`."""
-    return _fields_of([(*row[:4], None, *row[4:]) for row in rows])
-
-
-def _links_placed(fields: list[tuple], seed: str, section: str | None, before: int = 0) -> list[Link]:
-    """`as_links` of a feed's part read apart: the feed's title as section, each entry numbered
-    after the `before` ones of the parts before it."""
-    return [_link(url, written, seed, line, number + before, title, section, reason, candidates, tags, added)
-            for url, written, line, number, title, _, reason, candidates, tags, added in fields]
-
-
-_ENTRY_MARKS = {None: (b"<item", b"<entry", b":item", b":entry", b"<outline"), "utf-8": ("<item", "<entry", ":item", ":entry", "<outline")}
-
-
-def _counted_past(text: str | bytes, marks: tuple, most: int) -> bool:
-    """Whether the marks occur `most` times in all (counted until they do)."""
-    count = 0
-    for mark in marks:
-        count += text.count(mark)
-        if count >= most:
-            return True
-    return False
-
-
-def _is_opml(text: str) -> bool:
-    return (match := FEED.match(text)) is not None and match[1].lower() == "opml"
-
-
-def _feed_root(text: str | bytes, encoding: str | None) -> tuple[object, bool, str | None]:
-    """The feed's root element (or None, and why), and whether libxml2 found nothing to mend in it."""
+def _feed_root(data: bytes, encoding: str | None) -> tuple[object, str | None]:
+    """The feed's root element, or None and why."""
     import lxml.etree
 
-    data = text.encode("utf-8") if encoding else text
     parser = lxml.etree.XMLParser(resolve_entities=False, no_network=True, recover=True, encoding=encoding)
     try:
         root = lxml.etree.fromstring(data, parser=parser)
     except lxml.etree.XMLSyntaxError as exc:
-        return None, False, f"not a feed ({exc})"
-    return root, len(parser.error_log) == 0, "not a feed"
+        return None, f"not a feed ({exc})"
+    return root, None if root is not None else "not a feed"
 
 
 def _feed_entries(root) -> list:
-    return list(root.iter("{*}item", "{*}entry", "item", "entry"))
+    return [] if root is None else list(root.iter("{*}item", "{*}entry", "item", "entry"))
+
+
+def _outline_elements(root) -> list:
+    return [] if root is None else [e for e in root.iter() if _local(e.tag) == "outline"]
 
 
 def _section_of(root) -> str | None:
@@ -426,11 +346,11 @@ def _section_of(root) -> str | None:
     return _child_text(next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root), "title")
 
 
-def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
-    """The rows of the feed's `entries`."""
+def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+    """The rows of the feed's `entries` (on their `lines`)."""
     section = _section_of(root)
     tag_elements, read = TAG_ELEMENTS, READ_ELEMENTS
-    for number, entry in enumerate(entries, 1):  # the column: a feed written on one line has one line
+    for number, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
         href, tags = None, []
         for child in entry:
@@ -450,27 +370,21 @@ def _entries(root, entries: list, seed: str, warn: Warn, base: str | None) -> It
                 texts[name] = text
         href = texts.get("link") or href
         if not href:
-            warn(f"{seed}: line {entry.sourceline}: an entry without a link; skipped")
+            warn(f"{seed}: line {line}: an entry without a link; skipped")
             continue
         added = next((texts[name] for name in DATE_ELEMENTS if name in texts), None)
         href = href.strip()
-        yield _joined(base, href) if base else href, entry.sourceline or 0, number, texts.get("title"), section, tuple(tags), added
+        yield _joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added
 
 
-def _outlines(root, base: str | None) -> Iterator[Row]:
-    outlines = (e for e in root.iter() if _local(e.tag) == "outline")
-    for number, outline in enumerate(outlines, 1):
+def _outlines(outlines: list, lines: list[int], base: str | None) -> Iterator[Row]:
+    for number, (outline, line) in enumerate(zip(outlines, lines, strict=True), 1):
         href = outline.get("htmlUrl") or outline.get("xmlUrl") or outline.get("url")
         if not href:
             continue  # a folder
         parent = outline.getparent()
         folder = parent.get("text") or parent.get("title") if parent is not None and _local(parent.tag) == "outline" else None
-        yield _joined(base, href.strip()), outline.sourceline or 0, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
-
-
-def _joiner(base: str | None) -> Callable[[str], str] | None:
-    """`_joined` against `base`, for `feed_rows` (None: links as written)."""
-    return (lambda href: _joined(base, href)) if base else None
+        yield _joined(base, href.strip()), line, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
 
 
 def _joined(base: str | None, href: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .._types import Link
-from . import urls
+from .. import urls
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
 # Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").
@@ -52,11 +52,10 @@ class _Found:
     written: str
     title: str | None
     glued: bool = False  # stuck to the word before it: its end may be glued too
-    target: tuple | None = None  # what _target() returns, when a child process worked it out
 
 
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
-    url, reason, candidates = hit.target or _target(hit)
+    url, reason, candidates = _target(hit)
     return _link(url, hit.written, seed, line, hit.start + 1, title or None, section, reason, candidates)
 
 

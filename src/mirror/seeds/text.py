@@ -1,7 +1,5 @@
 """Plain-text and Markdown seeds -> links: each line's kind (a URL, links in prose, a heading,
 a label, a rule...) and the links on it, then the titles and sections the lines around give them.
-
-A seed of many lines has its second half read in a child process meanwhile (`_child_call`).
 """
 
 from __future__ import annotations
@@ -9,7 +7,6 @@ from __future__ import annotations
 import re
 
 from .._types import Link
-from ._child_call import ChildCall
 from .links import (
     _BARE_DOMAIN,
     _BULLET,
@@ -22,7 +19,6 @@ from .links import (
     _Found,
     _make_link,
     _reference,
-    _target,
     _whole_url,
 )
 
@@ -39,11 +35,7 @@ _SENTENCE_END = re.compile(r"[。，,.!?！？；;、]")
 def parse_text(text: str, seed: str) -> list[Link]:
     """Links in a plain-text or Markdown seed, with their titles and sections."""
     lines = text.splitlines()
-    start = _front_matter_end(lines)
-    if len(lines) >= _SPLIT_LINES:
-        kinds, found = _lines_on_two_cores(lines, start)
-    else:
-        kinds, found = _read_lines(lines, start)
+    kinds, found = _read_lines(lines, _front_matter_end(lines))
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
@@ -61,50 +53,16 @@ def parse_text(text: str, seed: str) -> list[Link]:
     return links
 
 
-_SPLIT_LINES = 200_000  # a seed this long has its lines read on two cores
-
-
-def _read_lines(lines: list[str], start: int, offset: int = 0) -> tuple[list[str], list[list[_Found]]]:
+def _read_lines(lines: list[str], start: int) -> tuple[list[str], list[list[_Found]]]:
     """Each line's kind and the links on it (lines before `start` are front matter)."""
     kinds: list[str] = []
     found: list[list[_Found]] = []
     none: list[_Found] = []  # (shared: never appended to)
-    for i, line in enumerate(lines, offset):  # one pass: _find_links asks _whole_url about the line _kind just did
+    for i, line in enumerate(lines):  # one pass: _find_links asks _whole_url about the line _kind just did
         kind = _kind(line) if i >= start else "meta"
         kinds.append(kind)
         found.append(_find_links(line) if kind in ("url", "inline") else none)
     return kinds, found
-
-
-def _lines_on_two_cores(lines: list[str], start: int) -> tuple[list[str], list[list[_Found]]]:
-    """`_read_lines` and each link's `_target`, the second half in a child process meanwhile.
-
-    Lines are independent of each other here (titles and sections come later, from all of
-    them), so the halves put together are what one pass finds. Without the child's answer,
-    this process reads the second half too.
-    """
-    half = len(lines) * 11 // 20  # the child starts a Python first: a little less for it
-    # splitlines() left no "\n" inside a line: joined with it, the half splits back exactly
-    with ChildCall("mirror.seeds.text", "_read_lines_for_parent", "\n".join(lines[half:]), start, half) as child:
-        kinds, found = _read_lines(lines[:half], start)
-        for hits in found:  # as the child does for its half
-            for hit in hits:
-                hit.target = _target(hit)
-        answer = child.result()
-    if answer is None:
-        more_kinds, more_found = _read_lines(lines[half:], start, half)
-    else:
-        more_kinds, rows = answer
-        none: list[_Found] = []
-        more_found = [[_Found(*hit) for hit in hits] if hits else none for hits in rows]
-    return kinds + more_kinds, found + more_found
-
-
-def _read_lines_for_parent(text: str, start: int, offset: int) -> tuple[list[str], list[list[tuple] | None]]:
-    """(In the child process.) `_read_lines` of the lines of `text`, each link as a tuple with its `_target`."""
-    kinds, found = _read_lines(text.split("\n"), start, offset)
-    rows = [[(h.start, h.end, h.written, h.title, h.glued, _target(h)) for h in hits] if hits else None for hits in found]
-    return kinds, rows
 
 
 def _front_matter_end(lines: list[str]) -> int:

@@ -12,8 +12,7 @@ Split by concern:
     _sql       the hot paths' plain-SQL row writes
     _bulk      bulk inserts on a second thread
     queries    reads, shared by the CLI and the plugin
-    versions   every capture a version, and what it found
-    health     what a check asks again, and link health
+    versions   every capture a version (what it found is judged by `check`)
 The search index's layout is `mirror._fts` (search reads it too); re-extraction is a run (`mirror.fetch.reextract`).
 """
 

@@ -42,7 +42,7 @@ class DuplicateWrites:
         page that redirected, the one at the address it ended at; else the one the canonical
         URL it declares names (a claim: believed from the same site, with the same title and text). A page at
         its own address is nobody's duplicate by its final URL (`_adopt` makes it the original)."""
-        from ..seeds.urls import normalize
+        from ..urls import normalize
 
         if normalize(final_url) != url:
             row = self.db.execute(
@@ -83,7 +83,7 @@ class DuplicateWrites:
         """A page that is the article's own address (no redirect) is the original, whichever
         link was recorded first: the pages archived before that end at it, or that declare it
         canonical with its title and text (`_same_site`, `same_text`), become its duplicates."""
-        from ..seeds.urls import normalize
+        from ..urls import normalize
 
         if normalize(final_url) != url:
             return
@@ -129,6 +129,6 @@ class DuplicateWrites:
 def _same_site(url: str, canonical: str) -> bool:
     """Whether a page may speak for `canonical`: only a page of the canonical URL's own site
     (a page elsewhere declaring another site's URL is not believed)."""
-    from ..seeds.urls import site_of  # (here: courlan is 150 ms that `mirror search` does not need)
+    from ..urls import site_of  # (here: courlan is 150 ms that `mirror search` does not need)
 
     return site_of(url) == site_of(canonical)

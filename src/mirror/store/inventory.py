@@ -253,7 +253,7 @@ def _page_rows(
                 continue
             problem = None
             if link.skip_reason:  # seeds classified every link already: only a skipped one needs its message
-                from ..seeds.urls import (
+                from ..urls import (
                     classify,  # (courlan: not loaded for search and show)
                 )
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from .. import _fts
 from .._enums import PageStatus
-from .health import HEALTH_INDEX, HEALTH_VIEW, LINK_HEALTH_SQL
+from ..check.link_health import HEALTH_INDEX, HEALTH_VIEW, LINK_HEALTH_SQL
 
 __all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]
 

@@ -23,7 +23,8 @@ from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
 from .schema import reindex_rows, stored_extraction
-from .versions import Before, VersionWrites, bad_answer
+from ..check.versions import Before, bad_answer
+from .versions import VersionWrites
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from .._util.similar import same_text
-from ..seeds.urls import site_of
+from ..urls import site_of
 
 __all__ = ["Probe", "probe_url", "verdict"]
 

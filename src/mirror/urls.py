@@ -1,4 +1,5 @@
-"""URL identity: what makes two spellings of a link the same page.
+"""URLs, for every stage: identity (what makes two spellings of a link the same page), and a
+reference resolved against its page (`web_url`).
 
 courlan supplies the tracker list and path quoting; this module adds what
 courlan lacks for our seeds: Chinese sites' tracking parameters, redirector
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote_plus, urldefrag, urljoin, urlsplit, urlunsplit
 
 from courlan.clean import TRACKERS_RE
 
-from .._enums import Reason
+from ._enums import Reason
 
 __all__ = [
     "FETCHABLE_SCHEMES",
@@ -24,9 +25,11 @@ __all__ = [
     "site_of",
     "skip_reason",
     "unwrap_redirect",
+    "web_url",
 ]
 
 FETCHABLE_SCHEMES = frozenset({"http", "https"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Parameters courlan does not know, seen on the user's Chinese sites.
 _EXTRA_TRACKERS = re.compile(
@@ -367,3 +370,31 @@ def _remove_dot_segments(path: str) -> str:
     if path.endswith(("/.", "/..")):
         result += "/"
     return result if result.startswith("/") else "/" + result
+
+
+def web_url(url: str | None, base: str = "") -> str | None:
+    """`url` (a page's link, image or stylesheet, as written) resolved against `base`, without its
+    fragment, if that is an http(s) URL; None for anything else (`data:`, `javascript:`, `#top`,
+    `url()`, a URL Python cannot parse such as `http://[oops/`)."""
+    if not url:
+        return None
+    # a page repeats its references (icons, sprites): short ones are remembered, never a
+    # long data: URI (fonts and images inline in CSS run to megabytes)
+    return _remembered_web_url(url, base) if len(url) <= 2048 else _web_url(url, base)
+
+
+def _web_url(url: str, base: str) -> str | None:
+    url = url.strip()
+    if not url or url.startswith("#"):  # `url(#clip-path)`, `href=""`: the document itself, never fetched
+        return None
+    if _SURROGATE.search(url):  # as a browser reads it (a USVString): no lone surrogate in a URL
+        url = _SURROGATE.sub("\ufffd", url)
+    try:
+        absolute = urldefrag(urljoin(base, url)).url
+        scheme = urlsplit(absolute).scheme.lower()
+    except ValueError:
+        return None
+    return absolute if scheme in FETCHABLE_SCHEMES else None
+
+
+_remembered_web_url = lru_cache(maxsize=4096)(_web_url)

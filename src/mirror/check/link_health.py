@@ -1,6 +1,8 @@
-"""Link health: which pages a check asks again, what each reading list's links are now (alive,
-changed, moved, gone, soft 404, blocked, saved only from the Wayback Machine) and since when, and
-a page's versions. Functions take a `sqlite_utils.Database`, as `queries` do."""
+"""Link health, a link's state over time (not `http.host_health`, the hosts down for one run):
+which pages a check asks again, what each reading list's links are now (alive, changed, moved,
+gone, soft 404, blocked, saved only from the Wayback Machine) and since when, and a page's
+versions. Functions take a `sqlite_utils.Database`, as `store.queries` do; the store makes the
+view (`HEALTH_VIEW`) from `LINK_HEALTH_SQL`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Host health for one run: which servers are down (their queue fails at once, with the reason
-that took them down), and whether the network works at all (nothing reached while several
-names failed to resolve: offline)."""
+"""Host health for one run (not `check.link_health`, a link's state over time): which servers are
+down (their queue fails at once, with the reason that took them down), and whether the network
+works at all (nothing reached while several names failed to resolve: offline)."""
 
 from __future__ import annotations
 
