@@ -87,7 +87,7 @@ def test_size_zero_never_gives_a_next_page_that_does_not_advance(ds):
 def test_bad_json_in_a_hand_edited_row_does_not_break_table_search(tmp_path, archive):
     """The table's search goes to the search page, which reads no JSON column; datasette's own
     table view (JSON) facets `seeds` as an array: there malformed JSON is its clear 400, as on the
-    table without a search, and without facets the rows come."""
+    table without a search (datasette 1.0: a 500 of its own), and without facets the rows come."""
     copy = tmp_path / "mirror.db"
     with sqlite3.connect(archive / "mirror.db") as source, sqlite3.connect(copy) as target:
         source.backup(target)
@@ -95,8 +95,8 @@ def test_bad_json_in_a_hand_edited_row_does_not_break_table_search(tmp_path, arc
     edited = Datasette([str(copy)])
     page = get(edited, get(edited, "/mirror/pages?_search=hostile").headers["location"])
     assert page.status_code == 200 and "reader-link" in page.text
-    faceted = get(edited, "/mirror/pages.json?_search=hostile")
-    assert faceted.status_code == 400 and "malformed JSON" in faceted.text
+    faceted = get(edited, "/mirror/pages.json?_extra=facet_results&_search=hostile")
+    assert faceted.status_code in (400, 500) and "malformed JSON" in faceted.text
     assert get(edited, "/mirror/pages.json?_search=hostile&_nofacet=1").json()["rows"]
 
 
