@@ -70,9 +70,28 @@ def chromium_option() -> list[str]:
 def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float) -> dict:
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
-    command = [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", "0", "--per-host", "4", "--no-images",
-               "--retries", "1", "--timeout", str(timeout), "--browser", browser, "--browser-tabs", str(tabs), "--json",
-               *(chromium_option() if browser != "never" else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "mirror",
+        "fetch",
+        "seeds",
+        "--delay",
+        "0",
+        "--per-host",
+        "4",
+        "--no-images",
+        "--retries",
+        "1",
+        "--timeout",
+        str(timeout),
+        "--browser",
+        browser,
+        "--browser-tabs",
+        str(tabs),
+        "--json",
+        *(chromium_option() if browser != "never" else []),
+    ]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     memory = BrowserMemory(process.pid)
@@ -80,8 +99,13 @@ def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float
     wall = time.monotonic() - started
     memory.stop()
     summary = json.loads(out) if process.returncode == 0 else {}
-    return {"wall": wall, "summary": summary, "peak_mb": memory.peak_mb, "render_seconds": memory.render_seconds(started + wall),
-            "code": process.returncode}
+    return {
+        "wall": wall,
+        "summary": summary,
+        "peak_mb": memory.peak_mb,
+        "render_seconds": memory.render_seconds(started + wall),
+        "code": process.returncode,
+    }
 
 
 def main() -> None:
@@ -106,11 +130,20 @@ def main() -> None:
         sys.exit(f"error: mirror fetch failed (exit {rendered['code']} / {plain['code']})")
     renders = sum(rendered["summary"].get("rendered", {}).values())
     rows = [
-        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}"),
+        (
+            "pages",
+            f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}",
+        ),
         ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
-        ("--browser always", f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
-                             f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}"),
-        ("render pass", f"{renders / max(rendered['render_seconds'], 1e-9):.2f} rendered pages/s ({rendered['render_seconds']:.1f} s from browser start)"),
+        (
+            "--browser always",
+            f"{args.pages / rendered['wall']:.1f} pages/s overall ({rendered['wall']:.1f} s); "
+            f"{renders} rendered: {json.dumps(rendered['summary'].get('rendered', {}))}",
+        ),
+        (
+            "render pass",
+            f"{renders / max(rendered['render_seconds'], 1e-9):.2f} rendered pages/s ({rendered['render_seconds']:.1f} s from browser start)",
+        ),
         ("browser peak memory", f"{rendered['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
     ]
     report("Browser capture", rows, args.record)

@@ -96,8 +96,23 @@ def main() -> None:
             fetched = time.monotonic() - started
             warc_before, db_before = archive_bytes(folder / "archive")
             output = folder / "check.json"
-            command = [sys.executable, "-m", "mirror", "check", "--older-than", "0", "--delay", str(args.delay),
-                       "--per-host", str(args.per_host), "--concurrency", str(args.concurrency), "--retries", "1", "--json"]
+            command = [
+                sys.executable,
+                "-m",
+                "mirror",
+                "check",
+                "--older-than",
+                "0",
+                "--delay",
+                str(args.delay),
+                "--per-host",
+                str(args.per_host),
+                "--concurrency",
+                str(args.concurrency),
+                "--retries",
+                "1",
+                "--json",
+            ]
             with open(output, "w") as out:
                 checked = measured_run(command, web.pid, cwd=folder, env=env, stdout=out)
             if checked.measured.returncode != 0:
@@ -105,8 +120,16 @@ def main() -> None:
             states = json.loads(output.read_text())["states"]
             warc_after, db_after = archive_bytes(folder / "archive")
             (folder / "urls.txt").write_text("\n".join(urls))
-            loop = [sys.executable, __file__, "--loop", str(folder / "urls.txt"), "--concurrency", str(args.concurrency),
-                    "--per-host", str(args.per_host)]
+            loop = [
+                sys.executable,
+                __file__,
+                "--loop",
+                str(folder / "urls.txt"),
+                "--concurrency",
+                str(args.concurrency),
+                "--per-host",
+                str(args.per_host),
+            ]
             with open(folder / "loop.out", "w") as out:
                 baseline = measured_run(loop, web.pid, stdout=out)
             answered = int((folder / "loop.out").read_text().strip() or 0)
@@ -118,7 +141,10 @@ def main() -> None:
         ("pages (archived first in, s)", f"{n} ({fetched:.1f})"),
         ("what the check found", ", ".join(f"{v} {k}" for k, v in sorted(states.items()))),
         ("mirror check: ms/page wall, CPU", f"{1000 * checked.measured.wall / n:.2f}, {1000 * checked.measured.cpu / n:.2f}"),
-        ("conditional GET loop: ms/page wall, CPU", f"{1000 * baseline.measured.wall / n:.2f}, {1000 * baseline.measured.cpu / n:.2f} ({answered} answered)"),
+        (
+            "conditional GET loop: ms/page wall, CPU",
+            f"{1000 * baseline.measured.wall / n:.2f}, {1000 * baseline.measured.cpu / n:.2f} ({answered} answered)",
+        ),
         ("check / loop, wall", f"{checked.measured.wall / baseline.measured.wall:.2f}x"),
         ("bytes added per page: WARC + database", f"{(warc_after - warc_before) / n:.0f} + {(db_after - db_before) / n:.0f} = {added:.0f}"),
         (f"goal: under {GOAL_BYTES} bytes a page", "met" if added < GOAL_BYTES else "NOT met"),

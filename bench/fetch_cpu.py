@@ -39,8 +39,7 @@ def one_run(src: Path, urls: list[str], folder: Path, images: bool, args: argpar
     """(CPU s of everything, CPU s of the fetcher process alone, wall s)."""
     command = mirror_command(urls, folder, args, images)
     start = time.monotonic()
-    process = subprocess.Popen(command, cwd=folder, env={**os.environ, "PYTHONPATH": str(src)},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, cwd=folder, env={**os.environ, "PYTHONPATH": str(src)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     own = 0.0
     while True:  # the fetcher's own CPU is its last reading from /proc before it exits
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -95,10 +94,15 @@ def main() -> None:
         med = {images: [statistics.median(v[i] for v in results[(label, images)]) for i in range(3)] for images in (True, False)}
         for images in (True, False):
             cpu, main_cpu, wall = med[images]
-            rows.append((f"{label}, {'images' if images else '--no-images'}",
-                         f"{cpu / n * 1000:.1f} ms CPU/page (fetcher process {main_cpu / n * 1000:.1f}), wall {wall:.1f} s"))
-        rows.append((f"{label}, images cost", f"{(med[True][0] - med[False][0]) / n * 1000:+.1f} ms CPU/page, "
-                                              f"wall {med[True][2] / med[False][2] - 1:+.0%}"))
+            rows.append(
+                (
+                    f"{label}, {'images' if images else '--no-images'}",
+                    f"{cpu / n * 1000:.1f} ms CPU/page (fetcher process {main_cpu / n * 1000:.1f}), wall {wall:.1f} s",
+                )
+            )
+        rows.append(
+            (f"{label}, images cost", f"{(med[True][0] - med[False][0]) / n * 1000:+.1f} ms CPU/page, wall {med[True][2] / med[False][2] - 1:+.0%}")
+        )
     rows.append(("runs", f"{args.pages} pages, latency {args.latency_ms:g} ms, medians of {args.rounds} interleaved rounds"))
     report("fetch CPU A/B", rows, args.record)
 

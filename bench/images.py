@@ -240,10 +240,12 @@ def main() -> None:
     for corpus, row in measure(args.corpus).items():
         ours, theirs = row["mirror"], row["trafilatura"]
         left_out = f", {ours.authors} author photos left out" if ours.authors else ""
-        rows.append((
-            f"{corpus} ({ours.pages} pages, {ours.truth} images{left_out}): recall / precision",
-            f"mirror {ours.recall:.3f} / {ours.precision:.3f} · trafilatura include_images {theirs.recall:.3f} / {theirs.precision:.3f}",
-        ))
+        rows.append(
+            (
+                f"{corpus} ({ours.pages} pages, {ours.truth} images{left_out}): recall / precision",
+                f"mirror {ours.recall:.3f} / {ours.precision:.3f} · trafilatura include_images {theirs.recall:.3f} / {theirs.precision:.3f}",
+            )
+        )
         if args.missed:
             for who in ("mirror", "trafilatura"):
                 for line in row[who].missed:

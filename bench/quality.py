@@ -34,7 +34,9 @@ from _measure import report
 
 CORPUS = Path(os.environ.get("MIRROR_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
 
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
+_TOKEN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
+)  # one CJK character, or a run of other letters and digits
 _DRAGNET_COMMENTS = re.compile(r"^\W*COMMENTS\s*$", re.M)  # the line between article and comments
 
 
@@ -49,10 +51,7 @@ def score(output: str, truth: str) -> tuple[float, float]:
     got, want = tokens(output), tokens(truth)
     if not got or not want:
         return (0.0 if got else 1.0), (0.0 if want else 1.0)
-    matched = sum(
-        sum(len(t) for t in got[block.a : block.a + block.size])
-        for block in LCSseq.opcodes(got, want).as_matching_blocks()
-    )
+    matched = sum(sum(len(t) for t in got[block.a : block.a + block.size]) for block in LCSseq.opcodes(got, want).as_matching_blocks())
     return matched / sum(map(len, got)), matched / sum(map(len, want))
 
 
@@ -138,11 +137,12 @@ def run_corpus(name: str, pages, limit: int | None) -> dict:
                     hit = _same(value, expected)
                     if hit is not None:
                         meta_hits.setdefault(f"{field} {who}", []).append(hit)
-        print(f"  {name} {page_id}: text P/R {scores['text'][-1][0]:.2f}/{scores['text'][-1][1]:.2f}"
-              f"  trafilatura {scores['trafilatura'][-1][0]:.2f}/{scores['trafilatura'][-1][1]:.2f}", file=sys.stderr)
-    medians = {
-        who: (statistics.median(p for p, _ in s), statistics.median(r for _, r in s)) for who, s in scores.items() if s
-    }
+        print(
+            f"  {name} {page_id}: text P/R {scores['text'][-1][0]:.2f}/{scores['text'][-1][1]:.2f}"
+            f"  trafilatura {scores['trafilatura'][-1][0]:.2f}/{scores['trafilatura'][-1][1]:.2f}",
+            file=sys.stderr,
+        )
+    medians = {who: (statistics.median(p for p, _ in s), statistics.median(r for _, r in s)) for who, s in scores.items() if s}
     return {"pages": count, "medians": medians, "ms": {k: 1000 * v / max(count, 1) for k, v in cost.items()}, "meta": meta_hits}
 
 
@@ -160,18 +160,29 @@ def main() -> None:
             continue
         result = run_corpus(name, pages(args.corpus), args.limit)
         m = result["medians"]
-        rows.append((f"{name} ({result['pages']} pages): median precision / recall", " · ".join(
-            f"{who} {p:.3f} / {r:.3f}" for who, (p, r) in (
-                ("mirror text", m["text"]), ("mirror markdown as text", m["markdown"]), ("trafilatura default", m["trafilatura"])
+        rows.append(
+            (
+                f"{name} ({result['pages']} pages): median precision / recall",
+                " · ".join(
+                    f"{who} {p:.3f} / {r:.3f}"
+                    for who, (p, r) in (
+                        ("mirror text", m["text"]),
+                        ("mirror markdown as text", m["markdown"]),
+                        ("trafilatura default", m["trafilatura"]),
+                    )
+                ),
             )
-        )))
-        rows.append((f"{name}: extraction CPU ms/page (provisional on a shared machine)",
-                     f"mirror {result['ms']['mirror']:.1f} (text, markdown and metadata) · trafilatura default {result['ms']['trafilatura']:.1f} (text only)"))
+        )
+        rows.append(
+            (
+                f"{name}: extraction CPU ms/page (provisional on a shared machine)",
+                f"mirror {result['ms']['mirror']:.1f} (text, markdown and metadata) · trafilatura default {result['ms']['trafilatura']:.1f} (text only)",
+            )
+        )
         for field in ("title", "author", "date"):
             ours, theirs = result["meta"].get(f"{field} mirror"), result["meta"].get(f"{field} trafilatura")
             if ours and theirs:
-                rows.append((f"{name}: {field} right (of {len(ours)} with an expected value)",
-                             f"mirror {sum(ours)} · trafilatura {sum(theirs)}"))
+                rows.append((f"{name}: {field} right (of {len(ours)} with an expected value)", f"mirror {sum(ours)} · trafilatura {sum(theirs)}"))
     report("article quality", rows, args.record)
 
 

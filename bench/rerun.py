@@ -1,6 +1,6 @@
 """A no-op re-run: `mirror fetch` over N links that are all archived already.
 
-    python bench/rerun.py --links 10000
+python bench/rerun.py --links 10000
 """
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ def main() -> None:
         conn.close()
         walls = []
         for _ in range(args.reps):
-            result = measure([sys.executable, "-m", "mirror", "fetch", "--json", "--browser", "never"], cwd=folder,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            result = measure(
+                [sys.executable, "-m", "mirror", "fetch", "--json", "--browser", "never"],
+                cwd=folder,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             assert result.returncode == 0
             walls.append(result.wall)
-    rows = [(f"no-op re-run over {args.links} archived links",
-             f"median {percentile(walls, 50):.2f} s, max {max(walls):.2f} s over {args.reps} runs")]
+    rows = [(f"no-op re-run over {args.links} archived links", f"median {percentile(walls, 50):.2f} s, max {max(walls):.2f} s over {args.reps} runs")]
     report("re-run", rows, args.record)
 
 

@@ -138,8 +138,10 @@ def time_cli(folder: Path, reps: int, *options: str) -> dict[str, list[float]]:
     script = Path(sys.executable).with_name("mirror")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "mirror"]
     _timed([*command, "search", "x", *options, "--archive", str(folder)])  # (a first run writes the bytecode cache)
-    return {kind: [_timed([*command, "search", queries[i % len(queries)], *options, "--archive", str(folder)]) for i in range(reps)]
-            for kind, queries in QUERIES.items()}
+    return {
+        kind: [_timed([*command, "search", queries[i % len(queries)], *options, "--archive", str(folder)]) for i in range(reps)]
+        for kind, queries in QUERIES.items()
+    }
 
 
 def time_typer(reps: int) -> dict[str, list[float]]:
@@ -189,9 +191,7 @@ def time_datasette(db_path: Path, reps: int) -> dict[str, list[float]]:
             for path in ("/-/mirror/search?q=", table):
                 await ds.client.get(path + quote(queries[0]))  # warm up
             times[kind] = [await timed("/-/mirror/search?q=" + quote(queries[i % len(queries)])) for i in range(reps)]
-            times[kind + " (table JSON _search)"] = [
-                await timed(table + quote(queries[i % len(queries)]), has_facets) for i in range(reps)
-            ]
+            times[kind + " (table JSON _search)"] = [await timed(table + quote(queries[i % len(queries)]), has_facets) for i in range(reps)]
         await ds.client.get("/")
         times["reading home /"] = [await timed("/" if i % 2 else "/?page=3") for i in range(reps)]
         return times
@@ -214,8 +214,12 @@ def time_maintenance(folder: Path, n: int, captured: int) -> list[tuple[str, str
     port = servers[0].server_address[1]
     seed = folder / "bench-captured.txt"
     seed.write_text("\n".join(page_urls(captured, 1, port)) + "\n", encoding="utf-8")
-    fetched = _measured([*mirror, "fetch", str(seed), "--archive", str(folder), "--delay", "0", "--no-images"],
-                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    fetched = _measured(
+        [*mirror, "fetch", str(seed), "--archive", str(folder), "--delay", "0", "--no-images"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     reindex = _measured([*mirror, "reindex", "--archive", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     for server in servers:
         server.shutdown()
@@ -225,9 +229,12 @@ def time_maintenance(folder: Path, n: int, captured: int) -> list[tuple[str, str
 
     return [
         ("mirror links", f"a reading list of the {n:,} links, recorded: {said(links)}"),
-        ("mirror reindex", f"{captured:,} pages with WARC captures (fetched from a loopback server in {fetched.wall:.0f} s) "
-                           f"re-extracted, the index completed over all {n + captured:,}: {said(reindex)}; "
-                           f"{reindex.wall / captured * 1000:.1f} ms per captured page"),
+        (
+            "mirror reindex",
+            f"{captured:,} pages with WARC captures (fetched from a loopback server in {fetched.wall:.0f} s) "
+            f"re-extracted, the index completed over all {n + captured:,}: {said(reindex)}; "
+            f"{reindex.wall / captured * 1000:.1f} ms per captured page",
+        ),
     ]
 
 
@@ -249,7 +256,9 @@ def _measured(command: list[str], **popen):
 def sizes(db_path: Path) -> tuple[float, float]:
     conn = sqlite3.connect(db_path)
     conn.execute("pragma wal_checkpoint(truncate)")
-    text = conn.execute("select sum(length(cast(coalesce(title,'') || coalesce(text,'') || coalesce(author,'') || coalesce(sitename,'') as blob))) from pages").fetchone()[0]
+    text = conn.execute(
+        "select sum(length(cast(coalesce(title,'') || coalesce(text,'') || coalesce(author,'') || coalesce(sitename,'') as blob))) from pages"
+    ).fetchone()[0]
     try:
         index = conn.execute("select sum(pgsize) from dbstat where name like 'pages_fts%'").fetchone()[0]
     except sqlite3.OperationalError:
@@ -266,7 +275,8 @@ def breakdown(db_path: Path, text: float) -> str:
     except sqlite3.OperationalError:
         parts = []
     return f"{total / 2**20:.0f} MB for {text / 2**20:.0f} MB of text ({total / text:.2f}x): " + ", ".join(
-        f"{name} {size / 2**20:.0f} MB" for name, size in parts)
+        f"{name} {size / 2**20:.0f} MB" for name, size in parts
+    )
 
 
 def _peak_mb() -> float:
@@ -286,8 +296,13 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
     parser.add_argument("--archive", type=Path, help="build the archive here and keep it (reused when it is there already)")
     parser.add_argument("--build-only", action="store_true", help="build the archive (--archive) and stop")
-    parser.add_argument("--maintenance", type=int, default=0, metavar="PAGES",
-                        help="then time mirror links and mirror reindex (with PAGES captured pages fetched in first)")
+    parser.add_argument(
+        "--maintenance",
+        type=int,
+        default=0,
+        metavar="PAGES",
+        help="then time mirror links and mirror reindex (with PAGES captured pages fetched in first)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mirror-search-bench-") as tmp:
         folder = args.archive or Path(tmp)
@@ -301,9 +316,15 @@ def main() -> None:
             return
         text, index = sizes(db_path)
         rows = [
-            ("archive", (f"{args.docs} articles (built before)" if reused else f"{args.docs} articles built in {built:.0f} s, peak RSS {peak:.0f} MB")
-             + f"; database {db_path.stat().st_size / 2**20:.0f} MB"),
-            ("index size", f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available"),
+            (
+                "archive",
+                (f"{args.docs} articles (built before)" if reused else f"{args.docs} articles built in {built:.0f} s, peak RSS {peak:.0f} MB")
+                + f"; database {db_path.stat().st_size / 2**20:.0f} MB",
+            ),
+            (
+                "index size",
+                f"{index / 2**20:.0f} MB of FTS5 index for {text / 2**20:.0f} MB of text ({index / text:.2f}x)" if index else "dbstat not available",
+            ),
             ("database size", breakdown(db_path, text)),
             ("Python API", summary(time_api(db_path, args.reps))),
             ("bounded vs exhaustive ranking (top 20)", bounded_against_exhaustive(db_path)),

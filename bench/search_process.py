@@ -34,7 +34,10 @@ def run_search(folder: Path, query: str, *extra: str, src: Path | None = None) -
         env["PYTHONPATH"] = str(src)
     return subprocess.run(
         [sys.executable, *extra, "-m", "mirror", "search", query, "--json", "--archive", str(folder)],
-        check=True, capture_output=True, text=True, env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 
@@ -95,8 +98,12 @@ def main() -> None:
             articles = conn.execute("select count(*) from pages where status = 'archived'").fetchone()[0]
         rows = [("archive", f"{articles} articles (bench/search.py's builder{', built before' if reused else ''})")]
         for name, samples in times.items():
-            rows.append((f"mirror search (process), {name}",
-                         f"p50 {percentile(samples, 50) * 1000:.0f} ms, p95 {percentile(samples, 95) * 1000:.0f} ms over {len(samples)} queries"))
+            rows.append(
+                (
+                    f"mirror search (process), {name}",
+                    f"p50 {percentile(samples, 50) * 1000:.0f} ms, p95 {percentile(samples, 95) * 1000:.0f} ms over {len(samples)} queries",
+                )
+            )
         mine = times["this tree"]
         rows += [
             ("target", "p95 < 300 ms: " + ("met" if percentile(mine, 95) < 0.300 else "NOT met")),

@@ -47,24 +47,68 @@ def shapes(n: int) -> dict[str, tuple[str, str]]:
         "reading-list": ("reading-list.txt", "\n".join(f"{title}\n{url}\n".format(i=i) for i in range(n))),
         "one-line": ("one-line.txt", " ".join(f"https://example.com/p/{i}" for i in range(n)) + "\n"),
         "unclosed-a": ("unclosed-a.txt", "".join(f"<a href='https://example.com/p/{i}'>" for i in range(n)) + "\n"),
-        "pocket-html": ("ril_export.html", "<!DOCTYPE html><html><body><h1>Unread</h1><ul>\n" + "".join(
-            f'<li><a href="{url}" time_added="{{t}}" tags="mlsys,注意力">{title}</a></li>\n'.format(i=i, t=1_700_000_000 + 37 * i) for i in range(n))
-            + "</ul></body></html>\n"),
-        "pocket-csv": ("pocket.csv", "title,url,time_added,tags,status\n" + "".join(
-            f'"{title}",{url},{{t}},mlsys|注意力,unread\n'.format(i=i, t=1_700_000_000 + 37 * i) for i in range(n))),
-        "raindrop-csv": ("raindrop.csv", "id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite\n" + "".join(
-            f'{i},"{title}",,,{url},Unsorted,"并行, 分布式",{{t}},,,false\n'.format(i=i, t=f"2024-05-{1 + i % 28:02d}T07:{i % 60:02d}:{i // 60 % 60:02d}.000Z") for i in range(n))),
-        "instapaper-csv": ("instapaper.csv", "URL,Title,Selection,Folder,Timestamp\n" + "".join(
-            f'{url},"{title}",,Unread,{{t}}\n'.format(i=i, t=1_710_000_000 + 37 * i) for i in range(n))),
-        "pinboard-json": ("pinboard.json", json.dumps([
-            {"href": url.format(i=i), "description": title.format(i=i), "tags": "attention gpu", "time": f"2023-01-{1 + i % 28:02d}T03:{i % 60:02d}:{i // 60 % 60:02d}Z"}
-            for i in range(n)], ensure_ascii=False, indent=0)),
-        "rss": ("weekly.rss", '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel><title>周报</title>\n' + "".join(
-            f"<item><title>{title}</title><link>{url}</link><pubDate>{{t}}</pubDate>"
-            "<category>mlsys</category></item>\n".format(i=i, t=f"Tue, {1 + i % 28:02d} Mar 2024 08:{i % 60:02d}:{i // 60 % 60:02d} GMT").replace("&", "&amp;") for i in range(n)) + "</channel></rss>\n"),
-        "opml": ("feeds.opml", '<?xml version="1.0" encoding="UTF-8"?>\n<opml version="2.0"><body><outline text="ML">\n' + "".join(
-            f'<outline text="{title}" type="rss" xmlUrl="{url}"/>\n'.format(i=i).replace("&", "&amp;") for i in range(n))
-            + "</outline></body></opml>\n"),
+        "pocket-html": (
+            "ril_export.html",
+            "<!DOCTYPE html><html><body><h1>Unread</h1><ul>\n"
+            + "".join(
+                f'<li><a href="{url}" time_added="{{t}}" tags="mlsys,注意力">{title}</a></li>\n'.format(i=i, t=1_700_000_000 + 37 * i)
+                for i in range(n)
+            )
+            + "</ul></body></html>\n",
+        ),
+        "pocket-csv": (
+            "pocket.csv",
+            "title,url,time_added,tags,status\n"
+            + "".join(f'"{title}",{url},{{t}},mlsys|注意力,unread\n'.format(i=i, t=1_700_000_000 + 37 * i) for i in range(n)),
+        ),
+        "raindrop-csv": (
+            "raindrop.csv",
+            "id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite\n"
+            + "".join(
+                f'{i},"{title}",,,{url},Unsorted,"并行, 分布式",{{t}},,,false\n'.format(
+                    i=i, t=f"2024-05-{1 + i % 28:02d}T07:{i % 60:02d}:{i // 60 % 60:02d}.000Z"
+                )
+                for i in range(n)
+            ),
+        ),
+        "instapaper-csv": (
+            "instapaper.csv",
+            "URL,Title,Selection,Folder,Timestamp\n"
+            + "".join(f'{url},"{title}",,Unread,{{t}}\n'.format(i=i, t=1_710_000_000 + 37 * i) for i in range(n)),
+        ),
+        "pinboard-json": (
+            "pinboard.json",
+            json.dumps(
+                [
+                    {
+                        "href": url.format(i=i),
+                        "description": title.format(i=i),
+                        "tags": "attention gpu",
+                        "time": f"2023-01-{1 + i % 28:02d}T03:{i % 60:02d}:{i // 60 % 60:02d}Z",
+                    }
+                    for i in range(n)
+                ],
+                ensure_ascii=False,
+                indent=0,
+            ),
+        ),
+        "rss": (
+            "weekly.rss",
+            '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel><title>周报</title>\n'
+            + "".join(
+                f"<item><title>{title}</title><link>{url}</link><pubDate>{{t}}</pubDate><category>mlsys</category></item>\n".format(
+                    i=i, t=f"Tue, {1 + i % 28:02d} Mar 2024 08:{i % 60:02d}:{i // 60 % 60:02d} GMT"
+                ).replace("&", "&amp;")
+                for i in range(n)
+            )
+            + "</channel></rss>\n",
+        ),
+        "opml": (
+            "feeds.opml",
+            '<?xml version="1.0" encoding="UTF-8"?>\n<opml version="2.0"><body><outline text="ML">\n'
+            + "".join(f'<outline text="{title}" type="rss" xmlUrl="{url}"/>\n'.format(i=i).replace("&", "&amp;") for i in range(n))
+            + "</outline></body></opml>\n",
+        ),
     }
 
 
@@ -94,7 +138,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=1_000_000)
     parser.add_argument("--shape", choices=list(shapes(0)), action="append")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of every shape: the best is reported, with the spread, and each round against the reading list")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every shape: the best is reported, with the spread, and each round against the reading list"
+    )
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
     chosen = {name: shape for name, shape in shapes(args.links).items() if not args.shape or name in args.shape}
@@ -114,16 +160,20 @@ def main() -> None:
     baseline = runs.get("reading-list")
     for name, shape_runs in runs.items():
         wall, cpu, parse_wall, parse_cpu = min(shape_runs)
-        spread = f", {len(shape_runs)} runs: {min(r[0] for r in shape_runs):.1f}-{max(r[0] for r in shape_runs):.1f} s wall" if len(shape_runs) > 1 else ""
+        spread = (
+            f", {len(shape_runs)} runs: {min(r[0] for r in shape_runs):.1f}-{max(r[0] for r in shape_runs):.1f} s wall" if len(shape_runs) > 1 else ""
+        )
         against = ""
         if baseline and name != "reading-list":  # each round's total against the reading list's in the same round
             ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(shape_runs, baseline, strict=True))
             against = f"; {statistics.median(ratios):.2f}x the reading list (median of {len(ratios)} rounds, {ratios[0]:.2f}-{ratios[-1]:.2f})"
-        rows.append((
-            f"{name}, {counts[name]:,} links",
-            f"total {wall:.1f} s wall / {cpu:.1f} s CPU (parse {parse_wall:.1f} / {parse_cpu:.1f}, "
-            f"record {wall - parse_wall:.1f} / {cpu - parse_cpu:.1f}){spread}{against}",
-        ))
+        rows.append(
+            (
+                f"{name}, {counts[name]:,} links",
+                f"total {wall:.1f} s wall / {cpu:.1f} s CPU (parse {parse_wall:.1f} / {parse_cpu:.1f}, "
+                f"record {wall - parse_wall:.1f} / {cpu - parse_cpu:.1f}){spread}{against}",
+            )
+        )
     report("seeds", rows, args.record)
 
 

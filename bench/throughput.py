@@ -66,9 +66,11 @@ class Run:
 
     def describe(self, pages: int) -> str:
         m = self.measured
-        return (f"{pages / m.wall:.1f} pages/s ({m.wall:.1f} s, {m.cpu:.1f} s CPU = {m.cpu / m.wall:.2f} cores, "
-                f"{m.cpu / pages * 1000:.0f} ms CPU per page, peak RSS {m.peak_mb:.0f} MB; "
-                f"rest of the machine {self.others:.2f} cores busy)")
+        return (
+            f"{pages / m.wall:.1f} pages/s ({m.wall:.1f} s, {m.cpu:.1f} s CPU = {m.cpu / m.wall:.2f} cores, "
+            f"{m.cpu / pages * 1000:.0f} ms CPU per page, peak RSS {m.peak_mb:.0f} MB; "
+            f"rest of the machine {self.others:.2f} cores busy)"
+        )
 
 
 def measured_run(command: list[str], web_pid: int, on_start=None, stdout=subprocess.DEVNULL, **popen) -> Run:
@@ -81,9 +83,21 @@ def measured_run(command: list[str], web_pid: int, on_start=None, stdout=subproc
 
 def start_web(hosts: int, latency_ms: float, image_hosts: int, dns: bool = True) -> tuple[subprocess.Popen, int, str | None]:
     web = subprocess.Popen(
-        [sys.executable, str(HERE / "loopback.py"), "--hosts", str(hosts), "--latency-ms", str(latency_ms),
-         "--image-hosts", str(image_hosts), "--lifetime", "3600", *(["--dns"] if dns else [])],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "loopback.py"),
+            "--hosts",
+            str(hosts),
+            "--latency-ms",
+            str(latency_ms),
+            "--image-hosts",
+            str(image_hosts),
+            "--lifetime",
+            "3600",
+            *(["--dns"] if dns else []),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     line = web.stdout.readline().split()
     if not line or line[0] != "ready":
@@ -121,13 +135,31 @@ def mirror_command(urls: list[str], folder: Path, args: argparse.Namespace, imag
     (folder / "seeds").mkdir(parents=True)
     (folder / "seeds" / "urls.txt").write_text("\n".join(urls) + "\n")
     tabs = ["--browser-tabs", str(args.browser_tabs)] if getattr(args, "browser_tabs", None) else []  # else the default a user gets
-    return [sys.executable, "-m", "mirror", "fetch", "seeds", "--delay", str(args.delay), "--per-host", str(args.per_host),
-            "--concurrency", str(args.concurrency), "--retries", "1", "--json", "--browser", browser, *tabs,
-            "--images" if images else "--no-images"]
+    return [
+        sys.executable,
+        "-m",
+        "mirror",
+        "fetch",
+        "seeds",
+        "--delay",
+        str(args.delay),
+        "--per-host",
+        str(args.per_host),
+        "--concurrency",
+        str(args.concurrency),
+        "--retries",
+        "1",
+        "--json",
+        "--browser",
+        browser,
+        *tabs,
+        "--images" if images else "--no-images",
+    ]
 
 
-def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool, nameserver: str | None = None,
-               browser: str = "never") -> dict:
+def run_mirror(
+    urls: list[str], folder: Path, args: argparse.Namespace, web_pid: int, images: bool, nameserver: str | None = None, browser: str = "never"
+) -> dict:
     command = mirror_command(urls, folder, args, images, browser)
     watched = []
     env = {**os.environ, **({"MIRROR_NAMESERVERS": nameserver} if nameserver else {})}
@@ -147,8 +179,7 @@ def run_mirror(urls: list[str], folder: Path, args: argparse.Namespace, web_pid:
     db = sqlite3.connect(folder / "archive" / "mirror.db")
     statuses = dict(db.execute("select status, count(*) from pages group by 1").fetchall())
     resources = dict(db.execute("select coalesce(error, status), count(*) from resources group by 1").fetchall())
-    result = {"run": run, "statuses": statuses, "resources": resources,
-              "tail": summary.get("tail_seconds"), "deferred": summary.get("deferred")}
+    result = {"run": run, "statuses": statuses, "resources": resources, "tail": summary.get("tail_seconds"), "deferred": summary.get("deferred")}
     if watched:
         memory = watched[0]
         memory.stop()
@@ -169,8 +200,19 @@ def run_trafilatura(urls: list[str], folder: Path, args: argparse.Namespace, web
         "EXTENSIVE_DATE_SEARCH = on\nEXTERNAL_URLS = off\n"
     )
     trafilatura = Path(sys.executable).with_name("trafilatura")
-    command = [str(trafilatura), "--input-file", "urls.txt", "--parallel", str(args.parallel), "--output-dir", "out",
-               "--markdown", "--with-metadata", "--config-file", str(config)]
+    command = [
+        str(trafilatura),
+        "--input-file",
+        "urls.txt",
+        "--parallel",
+        str(args.parallel),
+        "--output-dir",
+        "out",
+        "--markdown",
+        "--with-metadata",
+        "--config-file",
+        str(config),
+    ]
     run = measured_run(command, web_pid, cwd=folder)
     saved = len(list((folder / "out").glob("*"))) if (folder / "out").is_dir() else 0
     return {"run": run, "saved": saved}
@@ -232,7 +274,12 @@ def one_latency(args: argparse.Namespace, latency: float, rows: list, verdicts: 
         verdicts.append((f"images cost ≤ 15% of wall, {at}", _paired(slower, "+.0%"), statistics.median(slower) <= 0.15))
     if "trafilatura" in kinds:
         theirs = _median_run([r["trafilatura"] for r in rounds])
-        rows.append((f"trafilatura --parallel {args.parallel}, {at}", theirs["run"].describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files"))
+        rows.append(
+            (
+                f"trafilatura --parallel {args.parallel}, {at}",
+                theirs["run"].describe(n) + f", {theirs['fetched']} fetched, {theirs['saved']} output files",
+            )
+        )
 
 
 def _mirror_rows(browser: str, at: str, n: int, rounds: list[dict], rows: list, verdicts: list, against: bool, latency: float) -> None:
@@ -241,10 +288,16 @@ def _mirror_rows(browser: str, at: str, n: int, rounds: list[dict], rows: list, 
     ours = _median_run([r[browser] for r in rounds])
     rows += [
         (f"mirror fetch {name}, images on, {at}", ours["run"].describe(n)),
-        (f"  pages and images, {at}", f"{ours['fetched']} pages fetched, {json.dumps(ours['statuses'])}; {ours['images']} images served; "
-                                      f"resources {json.dumps(ours['resources'])}"),
-        (f"  tail, {at}", _paired([r[browser]["tail"] or 0.0 for r in rounds], ".1f", " s") + " from the last page recorded to the run's end; "
-                          f"{ours['deferred']} resources deferred to the next run"),
+        (
+            f"  pages and images, {at}",
+            f"{ours['fetched']} pages fetched, {json.dumps(ours['statuses'])}; {ours['images']} images served; "
+            f"resources {json.dumps(ours['resources'])}",
+        ),
+        (
+            f"  tail, {at}",
+            _paired([r[browser]["tail"] or 0.0 for r in rounds], ".1f", " s") + " from the last page recorded to the run's end; "
+            f"{ours['deferred']} resources deferred to the next run",
+        ),
     ]
     tails = [r[browser]["tail"] or 0.0 for r in rounds]
     verdicts.append((f"tail ≤ 2 s, {name}, {at}", _paired(tails, ".1f", " s"), statistics.median(tails) <= 2.0))
@@ -252,8 +305,11 @@ def _mirror_rows(browser: str, at: str, n: int, rounds: list[dict], rows: list, 
         browser_run = ours["browser"]
         renders = sum(browser_run["rendered"].values())
         rows += [
-            (f"  renders, {at}", f"{renders} pages rendered beside the fetch ({json.dumps(browser_run['rendered'])}); the browser ran "
-                                 f"{browser_run['seconds']:.1f} s from its start to the run's end"),
+            (
+                f"  renders, {at}",
+                f"{renders} pages rendered beside the fetch ({json.dumps(browser_run['rendered'])}); the browser ran "
+                f"{browser_run['seconds']:.1f} s from its start to the run's end",
+            ),
             (f"  browser peak memory, {at}", f"{browser_run['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
         ]
         verdicts.append((f"browser peak memory < 1 GB, {name}, {at}", f"{browser_run['peak_mb']:.0f} MB", browser_run["peak_mb"] < 1024))
@@ -265,9 +321,10 @@ def _mirror_rows(browser: str, at: str, n: int, rounds: list[dict], rows: list, 
         ratios = [r["trafilatura"]["run"].measured.wall / r[browser]["run"].measured.wall for r in rounds]
         cpu = [r[browser]["run"].measured.cpu / n * 1000 for r in rounds]
         theirs = [r["trafilatura"]["run"].measured.cpu / n * 1000 for r in rounds]
-        rows += [(f"ratio, {name}, {at}", _paired(ratios, ".2f", "x")),
-                 (f"  CPU per page, {name}, {at}", _paired(cpu, ".0f", " ms") + " (all processes); trafilatura's CLI "
-                                                   + _paired(theirs, ".0f", " ms"))]
+        rows += [
+            (f"ratio, {name}, {at}", _paired(ratios, ".2f", "x")),
+            (f"  CPU per page, {name}, {at}", _paired(cpu, ".0f", " ms") + " (all processes); trafilatura's CLI " + _paired(theirs, ".0f", " ms")),
+        ]
         want = TARGETS.get(latency)
         if want:
             verdicts.append((f"≥ {want}x trafilatura, {name}, {at}", _paired(ratios, ".2f", "x"), statistics.median(ratios) >= want))
@@ -283,26 +340,38 @@ def main() -> None:
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=4, help="trafilatura --parallel")
-    parser.add_argument("--browsers", nargs="+", choices=["auto", "never", "always"], default=["auto", "never"],
-                        help="the mirror fetch --browser modes to run, each against trafilatura (auto is the default a user gets)")
+    parser.add_argument(
+        "--browsers",
+        nargs="+",
+        choices=["auto", "never", "always"],
+        default=["auto", "never"],
+        help="the mirror fetch --browser modes to run, each against trafilatura (auto is the default a user gets)",
+    )
     parser.add_argument("--browser-tabs", type=int, default=None, help="default: mirror's own (one per core, as memory allows)")
     parser.add_argument("--no-dns", action="store_true", help="image hosts as before: .invalid names the system answers, IPs for the rest")
     parser.add_argument("--skip-trafilatura", action="store_true")
     parser.add_argument("--skip-no-images", action="store_true", help="do not also run mirror with --no-images")
     parser.add_argument("--quiet", type=float, default=0.15, help="most cores the rest of the machine may keep busy in a recorded run")
-    parser.add_argument("--rounds", type=int, default=1, help="run the three this many times at each latency, alternating their order; "
-                                                                 "ratios are medians of each round's")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the three this many times at each latency, alternating their order; ratios are medians of each round's",
+    )
     parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md (only if every run was quiet)")
     args = parser.parse_args()
 
     cores = os.cpu_count() or 1
     mean = extraction_cost()
     rows = [
-        ("pages", f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts; images on "
-                  f"{args.image_hosts} hosts, a third not resolving, a tenth hanging"
-                  + ("" if args.no_dns else "; a lossy resolver: half the dead names never answered, a fifth of the live ones 1-5 s late")
-                  + ")"
-                  + (f"; {args.rounds} rounds, each run's order reversed from the round before, medians shown" if args.rounds > 1 else "")),
+        (
+            "pages",
+            f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts; images on "
+            f"{args.image_hosts} hosts, a third not resolving, a tenth hanging"
+            + ("" if args.no_dns else "; a lossy resolver: half the dead names never answered, a fifth of the live ones 1-5 s late")
+            + ")"
+            + (f"; {args.rounds} rounds, each run's order reversed from the round before, medians shown" if args.rounds > 1 else ""),
+        ),
         ("extraction cost", f"{mean * 1000:.1f} ms CPU per page in-process, so the {cores}-core limit is {cores / mean:.1f} pages/s"),
     ]
     verdicts: list[tuple[str, str, bool]] = []
@@ -311,13 +380,17 @@ def main() -> None:
         one_latency(args, latency, rows, verdicts, runs)
     noisiest = max(r.others for r in runs)
     quiet = noisiest <= args.quiet
-    rows.append(("machine", f"the rest of the machine kept at most {noisiest:.2f} cores busy during a measured run "
-                            f"({'quiet' if quiet else 'NOT quiet'}: limit {args.quiet:g})"))
+    rows.append(
+        (
+            "machine",
+            f"the rest of the machine kept at most {noisiest:.2f} cores busy during a measured run "
+            f"({'quiet' if quiet else 'NOT quiet'}: limit {args.quiet:g})",
+        )
+    )
     rows += [(f"target: {name}", f"{value} {'met' if ok else 'NOT met'}") for name, value, ok in verdicts]
     if args.record and not quiet:
         report("throughput", rows, record=False)
-        sys.exit(f"error: not recorded: the rest of the machine kept {noisiest:.2f} cores busy (limit {args.quiet:g}); "
-                 "re-run on a quiet machine")
+        sys.exit(f"error: not recorded: the rest of the machine kept {noisiest:.2f} cores busy (limit {args.quiet:g}); re-run on a quiet machine")
     report("throughput", rows, args.record)
 
 

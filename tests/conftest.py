@@ -35,6 +35,7 @@ def cli(tmp_path, monkeypatch):
 
     def run(*args: str, env: dict | None = None):
         from mirror.cli import _common as module
+
         module.out._console = module.err._console = None  # made again, as in a process of its own (COLUMNS, FORCE_COLOR)
         return runner.invoke(app, list(args), env=env, catch_exceptions=False)
 

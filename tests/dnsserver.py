@@ -104,5 +104,3 @@ def _question(query: bytes) -> tuple[str, int, int]:
         position += 1 + length
     qtype = struct.unpack("!H", query[position + 1 : position + 3])[0]
     return ".".join(labels), qtype, position + 5
-
-

@@ -31,12 +31,13 @@ def indexed_values(conn: sqlite3.Connection, page_id: int) -> set[tuple]:
 def expected_postings(conn: sqlite3.Connection) -> set[tuple]:
     """What the index should hold: every archived page with text, indexed from its row."""
     fresh = sqlite3.connect(":memory:")
-    fresh.execute(f"create virtual table {FTS_TABLE} using fts5({', '.join(INDEX_COLUMNS)}, content='', "
-                  "tokenize = 'unicode61 remove_diacritics 2')")
+    fresh.execute(f"create virtual table {FTS_TABLE} using fts5({', '.join(INDEX_COLUMNS)}, content='', tokenize = 'unicode61 remove_diacritics 2')")
     rows = conn.execute(f"select id, {', '.join(FTS_COLUMNS)} from pages where status = ? and text is not null", [PageStatus.ARCHIVED])
     for page_id, *values in rows:
-        fresh.execute(f"insert into {FTS_TABLE} (rowid, {', '.join(INDEX_COLUMNS)}) values (?, {', '.join('?' for _ in INDEX_COLUMNS)})",
-                      [page_id, *index_values(*values)])
+        fresh.execute(
+            f"insert into {FTS_TABLE} (rowid, {', '.join(INDEX_COLUMNS)}) values (?, {', '.join('?' for _ in INDEX_COLUMNS)})",
+            [page_id, *index_values(*values)],
+        )
     return postings(fresh)
 
 

@@ -96,8 +96,15 @@ def chromium():
         browser = p.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         try:
             yield browser
@@ -239,15 +246,19 @@ def test_hostile_archive_raises_no_dialog_in_chromium(tmp_path):
         page = browser.new_page()
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
-        views = ["/"] + [f"/-/mirror/page/{i}" for i in ids.values()] + [
-            "/-/mirror/search?q=hostile",
-            "/-/mirror/search?q=" + quote("<script>alert(1)</script>"),
-            "/-/mirror/search?q=markup",
-            "/mirror/pages?_search=hostile",
-            "/mirror/pages",
-            "/mirror/links",
-            "/mirror/pages?status=skipped",
-        ]
+        views = (
+            ["/"]
+            + [f"/-/mirror/page/{i}" for i in ids.values()]
+            + [
+                "/-/mirror/search?q=hostile",
+                "/-/mirror/search?q=" + quote("<script>alert(1)</script>"),
+                "/-/mirror/search?q=markup",
+                "/mirror/pages?_search=hostile",
+                "/mirror/pages",
+                "/mirror/links",
+                "/mirror/pages?status=skipped",
+            ]
+        )
         for view in views:
             response = page.goto(base + view)
             assert response.status == 200, view

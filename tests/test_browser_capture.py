@@ -55,39 +55,58 @@ document.cookie = "mirror_clearance=" + (6 * 7) + "; path=/";
 setTimeout(function () { location.reload(); }, 300);
 </script></body></html>"""
 
-LAZY = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Lazy images</title></head><body>""" + ARTICLE_HTML.format(title="Lazy images")
-        + "".join(f'<div style="height:1500px"></div><p>Figure {i}</p><img class="lazy" data-src="/img/{i}.png" width="200" height="100" alt="figure {i}">' for i in range(3))
-        + """<script>
+LAZY = (
+    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Lazy images</title></head><body>"""
+    + ARTICLE_HTML.format(title="Lazy images")
+    + "".join(
+        f'<div style="height:1500px"></div><p>Figure {i}</p><img class="lazy" data-src="/img/{i}.png" width="200" height="100" alt="figure {i}">'
+        for i in range(3)
+    )
+    + """<script>
 const seen = new IntersectionObserver(entries => { for (const e of entries) if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); } });
 document.querySelectorAll('img.lazy').forEach(img => seen.observe(img));
-</script></body></html>""").encode()
+</script></body></html>"""
+).encode()
 
-NEVER_SETTLES = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Never settles</title></head><body>""" + ARTICLE_HTML.format(title="Never settles")
-                 + """<div id="feed"></div><script>
+NEVER_SETTLES = (
+    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Never settles</title></head><body>"""
+    + ARTICLE_HTML.format(title="Never settles")
+    + """<div id="feed"></div><script>
 fetch('/hang');
 setInterval(() => { const d = document.createElement('div'); d.textContent = 'tick'; document.getElementById('feed').appendChild(d); }, 100);
-</script></body></html>""").encode()
+</script></body></html>"""
+).encode()
 
-DIALOGS = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Dialogs</title></head><body>""" + ARTICLE_HTML.format(title="Dialogs")
-           + """<script>
+DIALOGS = (
+    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Dialogs</title></head><body>"""
+    + ARTICLE_HTML.format(title="Dialogs")
+    + """<script>
 alert('hello'); confirm('sure?'); window.open('/popup', '_blank'); window.open('/popup?2');
 document.addEventListener('DOMContentLoaded', () => { document.body.dataset.after = 'dialogs'; });
-</script></body></html>""").encode()
+</script></body></html>"""
+).encode()
 
 DOWNLOAD = b"""<!DOCTYPE html><html><head><title>Your file</title></head><body><p>Your download starts.</p>
 <script>location.href = '/file.bin';</script></body></html>"""
 
-SHELL = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shell</title></head><body>
+SHELL = (
+    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shell</title></head><body>
 <article><h1>Notes on attention</h1><p>This site collects reading notes about efficient attention kernels, memory hierarchies
 and the tricks that make long contexts affordable on a single accelerator. The full article below is rendered by the
 browser from the page's own script.</p><div id="app"></div></article>
 <script>
 const app = document.getElementById('app');
-for (const text of """ + json.dumps(PARAGRAPHS * 3) + """) { const p = document.createElement('p'); p.textContent = text; app.appendChild(p); }
-</script></body></html>""").encode()
+for (const text of """
+    + json.dumps(PARAGRAPHS * 3)
+    + """) { const p = document.createElement('p'); p.textContent = text; app.appendChild(p); }
+</script></body></html>"""
+).encode()
 
-STATIC = ("""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Server rendered</title></head><body>"""
-          + ARTICLE_HTML.format(title="Server rendered") + "</body></html>").encode()
+STATIC = (
+    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Server rendered</title></head><body>"""
+    + ARTICLE_HTML.format(title="Server rendered")
+    + "</body></html>"
+).encode()
 
 
 class Site(ThreadingHTTPServer):
@@ -251,9 +270,9 @@ def test_rendered_dom_is_a_conversion_record_tied_to_the_http_capture(rendered):
         f.seek(spa["warc_offset"])
         record = next(iter(ArchiveIterator(io.BytesIO(f.read(spa["warc_length"])))))
     assert record.rec_type == "conversion"
-    http_capture = rendered["db"].execute(
-        "select warc_file, warc_offset, warc_length from attempts where url = ? order by id limit 1", [spa["url"]]
-    ).fetchone()
+    http_capture = (
+        rendered["db"].execute("select warc_file, warc_offset, warc_length from attempts where url = ? order by id limit 1", [spa["url"]]).fetchone()
+    )
     assert record.rec_headers.get_header("WARC-Refers-To") == warc.record_id(archive, warc.WarcLocation(*http_capture))
     assert b"Rendered by JavaScript" in record.content_stream().read()
     # the responses the browser received are there to replay the snapshot
@@ -307,7 +326,9 @@ def test_screenshot_shows_the_page(rendered):
 
     spa = rendered["pages"]["spa"]
     assert spa["screenshot_warc_file"]
-    _, png = warc.read_payload(rendered["root"] / "archive", warc.WarcLocation(spa["screenshot_warc_file"], spa["screenshot_warc_offset"], spa["screenshot_warc_length"]))
+    _, png = warc.read_payload(
+        rendered["root"] / "archive", warc.WarcLocation(spa["screenshot_warc_file"], spa["screenshot_warc_offset"], spa["screenshot_warc_length"])
+    )
     image = Image.open(io.BytesIO(png)).convert("L")
     assert image.size == (1280, 800)
     assert ImageStat.Stat(image).stddev[0] > 5  # text on a white page, not a blank screen
@@ -324,15 +345,40 @@ def always(site, tmp_path_factory):
     (root / "cookies.txt").write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n")
     started = time.monotonic()
     result = run_mirror(
-        "fetch", "--browser", "always", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1",
-        "--timeout", str(TIMEOUT), "--json", "--cookies", "cookies.txt", "--header", "X-Archive: mirror-test",
-        "--user-agent", "MirrorTest/1.0", cwd=root, timeout=600,
+        "fetch",
+        "--browser",
+        "always",
+        "--chromium",
+        CHROMIUM,
+        "--delay",
+        "0",
+        "--retries",
+        "0",
+        "--workers",
+        "1",
+        "--timeout",
+        str(TIMEOUT),
+        "--json",
+        "--cookies",
+        "cookies.txt",
+        "--header",
+        "X-Archive: mirror-test",
+        "--user-agent",
+        "MirrorTest/1.0",
+        cwd=root,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     db = sqlite_utils.Database(root / "archive" / "mirror.db")
     pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
-    return {"root": root, "db": db, "pages": pages, "summary": json.loads(result.stdout), "seconds": time.monotonic() - started,
-            "stderr": result.stderr}
+    return {
+        "root": root,
+        "db": db,
+        "pages": pages,
+        "summary": json.loads(result.stdout),
+        "seconds": time.monotonic() - started,
+        "stderr": result.stderr,
+    }
 
 
 def test_always_renders_every_html_page(always):
@@ -426,8 +472,13 @@ def test_datasette_shows_screenshots(rendered):
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in hits
     home = get("/").text  # a thumbnail beside the article in its reading list and among the recent ones
     assert home.count(f'<a href="/-/mirror/page/{spa["id"]}"><img class="thumb" src="/-/mirror/screenshot/{spa["id"]}"') == 1
-    assert home.count(f'<a class="mirror-card-thumb" href="/-/mirror/page/{spa["id"]}" tabindex="-1" aria-hidden="true">'
-                      f'<img src="/-/mirror/screenshot/{spa["id"]}"') == 1  # its card among the recent ones
+    assert (
+        home.count(
+            f'<a class="mirror-card-thumb" href="/-/mirror/page/{spa["id"]}" tabindex="-1" aria-hidden="true">'
+            f'<img src="/-/mirror/screenshot/{spa["id"]}"'
+        )
+        == 1
+    )  # its card among the recent ones
     assert f'src="/-/mirror/screenshot/{static["id"]}"' not in home
     import re
 

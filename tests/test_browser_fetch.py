@@ -35,14 +35,19 @@ APP_JS = b"""fetch(document.body.dataset.api).then(r => r.json()).then(a => {
 
 
 def app_page(api: str) -> bytes:
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Loading</title></head><body data-api="{api}">'
-            '<div id="root"></div><noscript>Please enable JavaScript to read this article.</noscript>'
-            '<script src="/app.js"></script></body></html>').encode()
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Loading</title></head><body data-api="{api}">'
+        '<div id="root"></div><noscript>Please enable JavaScript to read this article.</noscript>'
+        '<script src="/app.js"></script></body></html>'
+    ).encode()
 
 
 def static_page(title: str) -> bytes:
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body><article><h1>{title}</h1>'
-            + "".join(f"<p>{p}</p>" for p in PARAGRAPHS) + '<img src="/static-figure.png" alt="a figure"></article></body></html>').encode()
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body><article><h1>{title}</h1>'
+        + "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
+        + '<img src="/static-figure.png" alt="a figure"></article></body></html>'
+    ).encode()
 
 
 def serve_app(web, name: str, title: str, paragraphs: list[str] = PARAGRAPHS) -> str:
@@ -102,18 +107,24 @@ def test_a_render_ends_while_the_http_pass_goes_on(tmp_path, web, web2):
     app = serve_app(web, "app", "Rendered by JavaScript")
     others = [web2.add(f"/article-{i}", static_page(f"Article {i}")) for i in range(14)]
     times: dict[str, float] = {}
-    db, _ = fetch(tmp_path, [app, *others], delay=0.5, per_host=1, images=False,
-                  on_render=lambda url, outcome, summary: times.setdefault("rendered", time.monotonic()))
+    db, _ = fetch(
+        tmp_path,
+        [app, *others],
+        delay=0.5,
+        per_host=1,
+        images=False,
+        on_render=lambda url, outcome, summary: times.setdefault("rendered", time.monotonic()),
+    )
     assert db["pages"].get(app)["capture"] == "browser"
     last_fetch = max(t for path, t in web2.recorder.starts if path.startswith("/article-"))
     assert times["rendered"] < last_fetch
 
 
-GB_PAGE = ("""<html><head><meta charset="gb2312"><title>流水线并行的气泡</title></head><body>
+GB_PAGE = """<html><head><meta charset="gb2312"><title>流水线并行的气泡</title></head><body>
 <article><h1>流水线并行的气泡</h1>
 <p>流水线并行把模型的不同层放到不同的设备上，每个设备只负责一部分计算。为了减少设备空闲，微批次被依次送入流水线。</p>
 <p>气泡是流水线并行的主要开销：设备在等待上游结果时无事可做。交错调度可以进一步压缩气泡。BROKEN</p>
-</article><div id="app"></div>{script}</body></html>""")
+</article><div id="app"></div>{script}</body></html>"""
 
 
 def gb_bytes(script: str) -> bytes:
@@ -125,8 +136,9 @@ def test_a_gb2312_page_with_broken_bytes_is_rendered_as_mirror_decodes_it(tmp_pa
     """The render is made from the capture decoded as the extraction decodes it: its article keeps
     the Chinese the HTTP article has, not chromium's own reading of the bytes."""
     more = "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
-    url = web.add("/gb", gb_bytes(f"<script>document.getElementById('app').innerHTML = {json.dumps(more)};</script>"),
-                  content_type="text/html")  # no charset in the header: the page's own <meta> says gb2312
+    url = web.add(
+        "/gb", gb_bytes(f"<script>document.getElementById('app').innerHTML = {json.dumps(more)};</script>"), content_type="text/html"
+    )  # no charset in the header: the page's own <meta> says gb2312
     db, _ = fetch(tmp_path, [url], browser="always")
     row = db["pages"].get(url)
     assert row["capture"] == "browser", row["render_note"]  # the script's paragraphs make it the better article
@@ -151,8 +163,10 @@ def test_a_render_that_decodes_worse_never_replaces_a_clean_article(tmp_path, we
 
 
 def test_a_page_the_browser_could_not_improve_is_not_rendered_again(tmp_path, web):
-    shell = ('<!DOCTYPE html><html><head><title>Dashboard</title></head><body><div id="root"></div>'
-             '<noscript>You need to enable JavaScript to run this app.</noscript><script>window.ready = {n};</script></body></html>')
+    shell = (
+        '<!DOCTYPE html><html><head><title>Dashboard</title></head><body><div id="root"></div>'
+        "<noscript>You need to enable JavaScript to run this app.</noscript><script>window.ready = {n};</script></body></html>"
+    )
     url = web.add("/dashboard", shell.format(n=1).encode())
     db, first = fetch(tmp_path, [url])
     row = db["pages"].get(url)
@@ -164,8 +178,22 @@ def test_a_page_the_browser_could_not_improve_is_not_rendered_again(tmp_path, we
 
 
 def check(tmp_path, *args: str) -> dict:
-    result = run_mirror("check", "--older-than", "0", "--delay", "0", "--retries", "0", "--json", "--chromium", CHROMIUM, *args,
-                        cwd=tmp_path, env={"MIRROR_BROWSER": "auto"}, timeout=300)
+    result = run_mirror(
+        "check",
+        "--older-than",
+        "0",
+        "--delay",
+        "0",
+        "--retries",
+        "0",
+        "--json",
+        "--chromium",
+        CHROMIUM,
+        *args,
+        cwd=tmp_path,
+        env={"MIRROR_BROWSER": "auto"},
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -174,8 +202,9 @@ def test_a_check_keeps_a_rendered_article_against_its_shell(tmp_path, web):
     url = serve_app(web, "notes", "Rendered by JavaScript")
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "list.txt").write_text(url + "\n", encoding="utf-8")
-    fetched = run_mirror("fetch", "--delay", "0", "--retries", "0", "--chromium", CHROMIUM, cwd=tmp_path,
-                         env={"MIRROR_BROWSER": "auto"}, timeout=300)  # the default a user gets
+    fetched = run_mirror(
+        "fetch", "--delay", "0", "--retries", "0", "--chromium", CHROMIUM, cwd=tmp_path, env={"MIRROR_BROWSER": "auto"}, timeout=300
+    )  # the default a user gets
     assert fetched.returncode == 0, fetched.stderr
     db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
     saved = db["pages"].get(url)

@@ -51,8 +51,23 @@ def test_a_run_over_the_memory_limit_goes_on_with_every_page_recorded(tmp_path, 
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in ("/spa", "/static", "/shell", "/lazy")) + "\n")
     result = run_mirror(
-        "fetch", "--browser", "always", "--chromium", CHROMIUM, "--delay", "0", "--retries", "0", "--workers", "1",
-        "--timeout", str(TIMEOUT), "--json", cwd=tmp_path, env={"MIRROR_BROWSER_MEMORY_MB": "1"}, timeout=600,
+        "fetch",
+        "--browser",
+        "always",
+        "--chromium",
+        CHROMIUM,
+        "--delay",
+        "0",
+        "--retries",
+        "0",
+        "--workers",
+        "1",
+        "--timeout",
+        str(TIMEOUT),
+        "--json",
+        cwd=tmp_path,
+        env={"MIRROR_BROWSER_MEMORY_MB": "1"},
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert sum(json.loads(result.stdout)["rendered"].values()) == 4
@@ -78,12 +93,15 @@ def public_page(web, allow_private: bool, tmp_path, monkeypatch):
     """A page that comes through a proxy as a public site; its script, image and WebSocket ask this machine.
     Every request of the render goes through the run's client, which applies the address rule."""
     admin = web.url("/internal-admin?action=reboot")
-    body = ("<html><head><title>Public article</title></head><body><article><h1>Public article</h1>"
-            + "<p>A public article with enough words in it to be read as an article by the extractor, "
-              "written about nothing in particular but long enough to count.</p>" * 4
-            + f'<img src="{web.url("/internal-picture.png")}"></article>'
-            + f"<script>fetch({json.dumps(admin)}).catch(() => {{}});"
-            + f"try {{ new WebSocket({json.dumps(web.url('/internal-socket').replace('http', 'ws', 1))}); }} catch (e) {{}}</script></body></html>").encode()
+    body = (
+        "<html><head><title>Public article</title></head><body><article><h1>Public article</h1>"
+        + "<p>A public article with enough words in it to be read as an article by the extractor, "
+        "written about nothing in particular but long enough to count.</p>"
+        * 4
+        + f'<img src="{web.url("/internal-picture.png")}"></article>'
+        + f"<script>fetch({json.dumps(admin)}).catch(() => {{}});"
+        + f"try {{ new WebSocket({json.dumps(web.url('/internal-socket').replace('http', 'ws', 1))}); }} catch (e) {{}}</script></body></html>"
+    ).encode()
     web.add("/public-article", body)
     web.add("/internal-admin", b"rebooted", content_type="text/plain")
     monkeypatch.setenv("HTTP_PROXY", web.url(""))

@@ -21,8 +21,19 @@ FIXTURE = Path(__file__).parent / "fixtures" / "archive-schema8.db"
 QUICK = ("--delay", "0", "--retries", "0", "--timeout", "5", "--browser", "never")
 # held out: what search returned on the fixture with the code that made it (page ids, in rank order)
 BEFORE = {
-    "安全": [1, 4, 3], "集成电路": [2], "苹": [3, 2], "劳动法": [3], "湖北": [4], "国": [3, 2, 4, 1], "Minecraft": [5],
-    "gun laws": [6], "the": [7, 6, 5, 1], "journalism*": [7], '"open journalism"': [7], "中国 Apple": [], "ZoomEye": [1],
+    "安全": [1, 4, 3],
+    "集成电路": [2],
+    "苹": [3, 2],
+    "劳动法": [3],
+    "湖北": [4],
+    "国": [3, 2, 4, 1],
+    "Minecraft": [5],
+    "gun laws": [6],
+    "the": [7, 6, 5, 1],
+    "journalism*": [7],
+    '"open journalism"': [7],
+    "中国 Apple": [],
+    "ZoomEye": [1],
 }
 
 
@@ -39,7 +50,9 @@ def test_an_archive_of_schema_8_migrates_in_place_smaller_with_the_same_results(
         assert db.execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
         assert "content=''" in db.execute("select sql from sqlite_master where name = 'pages_fts'").fetchone()[0].replace(" ", "")
         assert "markdown" not in {c.name for c in db["pages"].columns}
-        assert {row["url"]: with_markdown(row)["markdown"] for row in db.query("select url, markdown_z from pages where markdown_z is not null")} == markdown
+        assert {
+            row["url"]: with_markdown(row)["markdown"] for row in db.query("select url, markdown_z from pages where markdown_z is not null")
+        } == markdown
         assert {query: [hit.id for hit in search(db, query, limit=10)] for query in BEFORE} == BEFORE
         assert_index_matches_pages(db)
         hit = search(db, "劳动法")[0]
@@ -82,8 +95,17 @@ def test_index_values_made_for_other_text_are_not_trusted(tmp_path):
     with Archive(tmp_path / "archive") as archive:
         archive.record_inventory(links_from_urls([url]))
         stale = index_values("旧标题", "旧的正文", None, None)
-        archive.save_extraction(url, Extraction(status="archived", kind="html", title="新标题", text="新的正文，改过了。",
-                                                search_index=stale, indexed_from=("旧标题", "旧的正文", None, None)))
+        archive.save_extraction(
+            url,
+            Extraction(
+                status="archived",
+                kind="html",
+                title="新标题",
+                text="新的正文，改过了。",
+                search_index=stale,
+                indexed_from=("旧标题", "旧的正文", None, None),
+            ),
+        )
         assert_index_matches_pages(archive.db)
         archive.save_extraction(url, Extraction(status="archived", kind="html", title="第三版", text="第三版的正文。"))
         assert_index_matches_pages(archive.db)

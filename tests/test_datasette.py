@@ -107,13 +107,15 @@ def test_home_and_table_pages_are_friendly(ds, archive_dir):
     assert {"host", "status", "seeds", "sections", "language"} <= set(facets)
     sections = {v["value"] for v in facets["sections"]["results"]}
     assert {"显存", "Attention"} <= sections
-    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    reader = f"/-/mirror/page/{page_id(archive_dir, '/zh')}"
     assert f'href="{reader}"' in table.text  # titles open the reader view
     links = get(ds, "/mirror/links.json?_shape=array").json()
     assert {(l["seed"], l["line"], l["section"]) for l in links} >= {("seeds/reading.md", 2, "显存")}
 
 
-@pytest.mark.parametrize("query", ["显", "存", "显存", "优化器", "激活重计算", "FlashAttention", "memory", "显存 FlashAttention", '"on-chip memory"', "NEAR (", ""])
+@pytest.mark.parametrize(
+    "query", ["显", "存", "显存", "优化器", "激活重计算", "FlashAttention", "memory", "显存 FlashAttention", '"on-chip memory"', "NEAR (", ""]
+)
 def test_table_search_and_json_api_equal_mirror_search(ds, archive_dir, query):
     api = get(ds, "/mirror/pages.json?_shape=array&_col=url&_search=" + quote(query)).json()
     db = sqlite_utils.Database(archive_dir / "mirror.db")
@@ -130,7 +132,7 @@ def test_chinese_one_and_two_character_search(ds, archive_dir):
 
 def test_search_page_links_hits_to_reader(ds, archive_dir):
     html = get(ds, "/-/mirror/search?q=" + quote("显存")).text
-    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    reader = f"/-/mirror/page/{page_id(archive_dir, '/zh')}"
     assert f'href="{reader}"' in html and "<mark>显存</mark>" in html
     data = get(ds, "/-/mirror/search?_format=json&q=" + quote("显存")).json()
     assert [d["url"].rsplit("/", 1)[-1] for d in data] == ["zh", "etag"]  # title match ranks first
@@ -140,7 +142,7 @@ def test_search_page_links_hits_to_reader(ds, archive_dir):
 
 @pytest.mark.hostile
 def test_reader_view(ds, archive_dir):
-    response = get(ds, f'/-/mirror/page/{page_id(archive_dir, "/zh")}')
+    response = get(ds, f"/-/mirror/page/{page_id(archive_dir, '/zh')}")
     assert response.status_code == 200
     html = response.text
     assert "零冗余优化器把优化器状态" in html
@@ -156,7 +158,7 @@ def test_reader_view(ds, archive_dir):
 
 
 def test_archived_image_is_served_from_the_warc(ds, archive_dir):
-    html = get(ds, f'/-/mirror/page/{page_id(archive_dir, "/zh")}').text
+    html = get(ds, f"/-/mirror/page/{page_id(archive_dir, '/zh')}").text
     src = re.search(r'src="(/-/mirror/resource\?url=[^"]+)"', html)[1].replace("&amp;", "&")
     image = get(ds, src)
     assert image.status_code == 200 and image.headers["content-type"] == "image/png" and image.content == PNG
@@ -165,7 +167,7 @@ def test_archived_image_is_served_from_the_warc(ds, archive_dir):
 
 @pytest.mark.hostile
 def test_snapshot_is_sandboxed_and_defused(ds, archive_dir):
-    response = get(ds, f'/-/mirror/snapshot/{page_id(archive_dir, "/zh")}')
+    response = get(ds, f"/-/mirror/snapshot/{page_id(archive_dir, '/zh')}")
     assert response.status_code == 200
     csp = response.headers["content-security-policy"]
     assert csp.startswith("sandbox") and "default-src 'none'" in csp and "script-src" not in csp
@@ -214,7 +216,7 @@ def test_hidden_tables_and_label_column(ds):
 
 def test_home_is_the_reading_list(ds, archive_dir):
     html = get(ds, "/").text
-    reader = f'/-/mirror/page/{page_id(archive_dir, "/zh")}'
+    reader = f"/-/mirror/page/{page_id(archive_dir, '/zh')}"
     lists = html.split("Reading lists", 1)[1]
     # seed -> section -> links, in the order they were written
     assert lists.index("<h2>seeds/reading.md") < lists.index("<h3>显存</h3>") < lists.index("显存优化实战") < lists.index("<h3>Attention</h3>")
@@ -287,10 +289,12 @@ def test_a_table_search_as_the_first_request_goes_to_the_search_page(archive_dir
 def test_table_search_page_is_the_ranked_search_and_keeps_the_table_view_a_click_away(ds, archive_dir):
     response = get(ds, "/mirror/pages?_search=" + quote("显存"))
     assert response.status_code == 302
-    assert get(ds, "/mirror/pages?_sort=url&_search=" + quote("显存")).headers["location"] == response.headers["location"]  # what datasette's own form sends
+    assert (
+        get(ds, "/mirror/pages?_sort=url&_search=" + quote("显存")).headers["location"] == response.headers["location"]
+    )  # what datasette's own form sends
     html = get(ds, response.headers["location"]).text
     first = re.search(r'<a class="reader-link" href="(/-/mirror/page/\d+)">', html)[1]
-    assert first == f'/-/mirror/page/{page_id(archive_dir, "/zh")}'  # ranked: the title's match first
+    assert first == f"/-/mirror/page/{page_id(archive_dir, '/zh')}"  # ranked: the title's match first
     assert "_sort=title" in html and "_search=" in html  # the table view, a click away
     unranked = get(ds, "/mirror/pages?_sort=title&_search=" + quote("显存"))
     assert unranked.status_code == 200 and "rows-and-columns" in unranked.text and "/zh" in unranked.text

@@ -24,13 +24,16 @@ def front_matter(text: str) -> dict:
 def test_markdown_export_is_a_vault_whose_images_all_resolve(cli, tmp_path, web):
     web.add("/pic.png", PNG, content_type="image/png")
     pages = {
-        "pictured": web.add("/pictured", article("带图的文章", '<img src="/pic.png" alt="示意图"> 正文配了一张图。<img src="/missing.png" alt="丢了">')),
+        "pictured": web.add(
+            "/pictured", article("带图的文章", '<img src="/pic.png" alt="示意图"> 正文配了一张图。<img src="/missing.png" alt="丢了">')
+        ),
         "unsafe": web.add("/unsafe", article('Q&A: what/why? <"quoted">', "标题里有不能做文件名的字符。")),
         "same1": web.add("/same1", article("同名文章", "第一篇。")),
         "same2": web.add("/same2", article("同名文章", "第二篇，标题一样。")),
     }
     (tmp_path / "list.md").write_text(
-        f"# 有图\n- {pages['pictured']}\n# 其他\n- {pages['unsafe']}\n- {pages['same2']}\n- {pages['same1']}\n", encoding="utf-8")
+        f"# 有图\n- {pages['pictured']}\n# 其他\n- {pages['unsafe']}\n- {pages['same2']}\n- {pages['same1']}\n", encoding="utf-8"
+    )
     assert cli("fetch", "list.md", *QUICK).exit_code == 0
     result = cli("export", "markdown", "vault")
     assert result.exit_code == 0, result.output

@@ -96,8 +96,7 @@ def wayback(tmp_path):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        process = subprocess.Popen([server, "-p", str(port), "-b", "127.0.0.1"], cwd=root,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen([server, "-p", str(port), "-b", "127.0.0.1"], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started.append(process)
         base = f"http://127.0.0.1:{port}/mirror"
         for _ in range(200):
@@ -151,8 +150,9 @@ def test_a_reading_list_takes_its_redirects_images_and_versions_and_nothing_else
     targets = {(kind, url) for kind, url, _ in found}
     assert ("response", moved) in targets and ("response", kept) in targets and ("response", web.url("/pic.png")) in targets
     assert found[0][0] == "warcinfo" and not any(kind == "request" for kind, _, _ in found)
-    assert b"SECRET-TOKEN" not in gzip.decompress(zipfile.ZipFile(wacz).read(next(
-        n for n in zipfile.ZipFile(wacz).namelist() if n.startswith("archive/"))))  # what the user sent stays home
+    assert b"SECRET-TOKEN" not in gzip.decompress(
+        zipfile.ZipFile(wacz).read(next(n for n in zipfile.ZipFile(wacz).namelist() if n.startswith("archive/")))
+    )  # what the user sent stays home
     assert not any(url == other for _, url, _ in found)
     bodies = [body for kind, url, body in found if kind == "response" and url == kept]
     assert len(bodies) == 2 and "后来改过".encode() in bodies[1]  # both versions
@@ -247,9 +247,13 @@ def test_the_files_a_writer_filled_before_a_kept_one_are_found():
     def _written_before(name: str, names: list[str]) -> list[str]:  # the files its writer filled before it, newest first
         return _chain(_writers_files(names), name)
 
-    names = ["mirror-20261127100000-41-00001.warc.gz", "mirror-20261127100500-41-00002.warc.gz",
-             "mirror-20261127101000-41-00003.warc.gz", "mirror-20261127110000-52-00001.warc.gz",
-             "mirror-20261127120000-41-00001.warc.gz"]
+    names = [
+        "mirror-20261127100000-41-00001.warc.gz",
+        "mirror-20261127100500-41-00002.warc.gz",
+        "mirror-20261127101000-41-00003.warc.gz",
+        "mirror-20261127110000-52-00001.warc.gz",
+        "mirror-20261127120000-41-00001.warc.gz",
+    ]
     assert _written_before(names[2], names) == [names[1], names[0]]
     assert _written_before(names[3], names) == []  # the first of its run
     assert _written_before("a-file-of-another-name.warc.gz", names) == []
@@ -266,8 +270,10 @@ def test_a_redirect_written_files_before_its_capture_goes_with_it(tmp_path, web)
 
     rnd = random.Random(1)
     start = web.add("/r/start", b"", status=302, Location="/slow/final?s=2")
-    fillers = [web.add(f"/fill/{i}", article(f"填充 {i}", " ".join("".join(rnd.choice("abcdefghij") for _ in range(6)) for _ in range(6000))))
-               for i in range(12)]
+    fillers = [
+        web.add(f"/fill/{i}", article(f"填充 {i}", " ".join("".join(rnd.choice("abcdefghij") for _ in range(6)) for _ in range(6000))))
+        for i in range(12)
+    ]
     (tmp_path / "a.md").write_text(f"- {start}\n", encoding="utf-8")
     (tmp_path / "b.md").write_text("".join(f"- {url}\n" for url in fillers), encoding="utf-8")
     with Archive(tmp_path / "archive") as archive, archive.lock():
@@ -276,7 +282,9 @@ def test_a_redirect_written_files_before_its_capture_goes_with_it(tmp_path, web)
     assert len(list((tmp_path / "archive" / "warc").glob("*.warc.gz"))) > 4
     import subprocess as sp
 
-    result = sp.run([sys.executable, "-m", "mirror", "export", "wacz", "a.wacz", "--seed", "a.md"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = sp.run(
+        [sys.executable, "-m", "mirror", "export", "wacz", "a.wacz", "--seed", "a.md"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     found = {(kind, url) for kind, url, _ in records(tmp_path / "a.wacz")}
     assert ("response", start) in found and ("response", web.url("/slow/final?s=2")) in found
@@ -289,9 +297,14 @@ def test_sigterm_during_an_export_leaves_no_unfinished_files(corpus_archive, tmp
     import os
     import signal
 
-    process = subprocess.Popen([sys.executable, "-m", "mirror", "export", "wacz", str(tmp_path / "x.wacz"), "--archive", str(corpus_archive)],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror", "export", "wacz", str(tmp_path / "x.wacz"), "--archive", str(corpus_archive)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"},
+    )
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".mirror-wacz-*")) and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.005)

@@ -123,8 +123,12 @@ def test_pdf_text_and_title(tmp_path, web):
 @pytest.mark.parametrize(
     ("path", "body", "content_type"),
     [
-        ("/video", b"<html><head><title>Video: attention explained</title><meta name='description' content='A talk'></head>"
-         b"<body><video src='/v.mp4'></video></body></html>", "text/html"),
+        (
+            "/video",
+            b"<html><head><title>Video: attention explained</title><meta name='description' content='A talk'></head>"
+            b"<body><video src='/v.mp4'></video></body></html>",
+            "text/html",
+        ),
         ("/data.json", b'{"items": [1, 2, 3]}', "application/json"),
         ("/pic.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png"),
     ],

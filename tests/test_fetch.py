@@ -61,8 +61,12 @@ def test_every_record_carries_digests_that_verify(tmp_path, web):
     from .webserver import PNG
 
     image = web.add("/digest.png", PNG, "image/png")
-    urls = [web.add("/with-image", f'<html><body><article><h1>图</h1><p>{"正文。" * 80}</p><img src="{image}"></article></body></html>'.encode()),
-            web.url("/gzip"), web.url("/empty"), web.url("/redirect/1")]
+    urls = [
+        web.add("/with-image", f'<html><body><article><h1>图</h1><p>{"正文。" * 80}</p><img src="{image}"></article></body></html>'.encode()),
+        web.url("/gzip"),
+        web.url("/empty"),
+        web.url("/redirect/1"),
+    ]
     db, _ = fetch_urls(tmp_path, urls)
     assert db["resources"].get((urls[0], image))["status"] == "archived"
     checked = 0
@@ -92,11 +96,20 @@ def test_capture_records_hold_what_warcios_own_writer_writes(tmp_path):
     spooled = tempfile.SpooledTemporaryFile()
     spooled.write(body)
     capture = Capture(
-        url="http://例子.测试/搜索?q=中", method="GET", target="/%E6%90%9C%E7%B4%A2?q=%E4%B8%AD",
+        url="http://例子.测试/搜索?q=中",
+        method="GET",
+        target="/%E6%90%9C%E7%B4%A2?q=%E4%B8%AD",
         request_headers=[("Host", "xn--fsqu00a.xn--0zwm56d"), ("User-Agent", "mirror/1"), ("X-Value", "é")],
-        status=200, reason="OK", http_version="HTTP/1.1",
-        response_headers=[("Content-Type", "text/html; charset=gbk"), ("Transfer-Encoding", "chunked"), ("Content-Disposition", "inline; filename=ü.html")],
-        body=spooled, extra_warc_headers={"Mirror-Page": "http://例子.测试/", "WARC-Truncated": "length"},
+        status=200,
+        reason="OK",
+        http_version="HTTP/1.1",
+        response_headers=[
+            ("Content-Type", "text/html; charset=gbk"),
+            ("Transfer-Encoding", "chunked"),
+            ("Content-Disposition", "inline; filename=ü.html"),
+        ],
+        body=spooled,
+        extra_warc_headers={"Mirror-Page": "http://例子.测试/", "WARC-Truncated": "length"},
     )
     CaptureWriter(tmp_path).write(capture)
     (path,) = (tmp_path / "warc").glob("*.warc.gz")
@@ -104,12 +117,21 @@ def test_capture_records_hold_what_warcios_own_writer_writes(tmp_path):
         ours = [_fields(record) for record in ArchiveIterator(f, check_digests=True)]
 
     writer, buffer = WARCWriter(None, gzip=False), io.BytesIO()
-    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=gbk"), ("Content-Disposition", "inline; filename=ü.html"),
-                                       ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-    response = writer.create_warc_record(capture.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-                                         warc_headers_dict=capture.extra_warc_headers)
-    request = writer.create_warc_record(capture.url, "request", payload=io.BytesIO(b""), length=0,
-                                        http_headers=StatusAndHeaders(f"GET {capture.target} HTTP/1.1", capture.request_headers, is_http_request=True))
+    http = StatusAndHeaders(
+        "200 OK",
+        [("Content-Type", "text/html; charset=gbk"), ("Content-Disposition", "inline; filename=ü.html"), ("Content-Length", str(len(body)))],
+        protocol="HTTP/1.1",
+    )
+    response = writer.create_warc_record(
+        capture.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http, warc_headers_dict=capture.extra_warc_headers
+    )
+    request = writer.create_warc_record(
+        capture.url,
+        "request",
+        payload=io.BytesIO(b""),
+        length=0,
+        http_headers=StatusAndHeaders(f"GET {capture.target} HTTP/1.1", capture.request_headers, is_http_request=True),
+    )
     for record in (response, request):
         WARCWriter(buffer, gzip=False).write_record(record)
     buffer.seek(0)
@@ -407,9 +429,14 @@ def test_articles_that_mention_verification_are_not_blocked(tmp_path, web):
 
 def test_an_article_quoting_the_wechat_check_is_archived(tmp_path, web):
     quote = "<p>打开链接时微信显示：“当前环境异常，完成验证后即可继续访问。”这是微信的反爬虫页面。</p>"
-    body = ("<html><head><title>微信文章为什么打不开</title></head><body><article><h1>微信文章为什么打不开</h1>" + quote
-            + "<p>" + "很多人在电脑上打开公众号文章时会遇到验证页面，本文解释其原因，并给出导出 Cookie 的办法。" * 20 + "</p>"
-            + "</article></body></html>").encode()
+    body = (
+        "<html><head><title>微信文章为什么打不开</title></head><body><article><h1>微信文章为什么打不开</h1>"
+        + quote
+        + "<p>"
+        + "很多人在电脑上打开公众号文章时会遇到验证页面，本文解释其原因，并给出导出 Cookie 的办法。" * 20
+        + "</p>"
+        + "</article></body></html>"
+    ).encode()
     url = web.add("/quotes-wechat", body, content_type="text/html; charset=utf-8")
     db, _ = fetch_urls(tmp_path, [url, web.url("/weixin-verify")])
     assert page(db, url)["status"] == "archived"
@@ -423,7 +450,14 @@ def test_an_article_quoting_the_wechat_check_is_archived(tmp_path, web):
         (200, "<title>账号安全验证的设计</title><p>当前环境异常时会要求验证</p>", False),
         (200, "<p>环境异常</p><p>完成验证后即可继续访问</p>", True),
         (200, "<script>var a = '" + "x" * 5000 + "';</script><p>环境异常</p><p>完成验证后即可继续访问</p><a>去验证</a>", True),
-        (200, "<article><p>微信的验证页写着：“环境异常，完成验证后即可继续访问”。</p>" + "<p>" + "这篇文章讨论反爬虫机制的设计与取舍。" * 40 + "</p></article>", False),
+        (
+            200,
+            "<article><p>微信的验证页写着：“环境异常，完成验证后即可继续访问”。</p>"
+            + "<p>"
+            + "这篇文章讨论反爬虫机制的设计与取舍。" * 40
+            + "</p></article>",
+            False,
+        ),
         (503, "<title>Just a moment...</title>", True),
         (200, '<title>Blog</title><script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script>', False),
         (200, '<title>Sign in – Accounts</title><form><input type="password"></form>', True),

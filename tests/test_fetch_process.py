@@ -228,7 +228,10 @@ def test_gzip_bomb_and_huge_body_are_refused_with_bounded_memory(tmp_path, web):
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, *urls, "--max-bytes", "1000000", "--delay", "0", "--retries", "0"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     peak_kb = int(result.stdout.strip())

@@ -91,7 +91,8 @@ def test_two_links_to_one_article_are_stored_and_indexed_once(cli, tmp_path, web
     other = article("另一篇文章", "瓦片化也出现在这里。").replace(b"<head>", b'<head><link rel="canonical" href="/">')
     home_canonical = web.add("/another", other)  # declares the site's home, with its own title: not a duplicate
     (tmp_path / "list.md").write_text(
-        f"- {target}\n- {web.url('/p/123')}\n- {web.url('/amp/flash-attention')}\n- {home_canonical}\n", encoding="utf-8")
+        f"- {target}\n- {web.url('/p/123')}\n- {web.url('/amp/flash-attention')}\n- {home_canonical}\n", encoding="utf-8"
+    )
     result = cli("fetch", "list.md", *QUICK)
     assert result.exit_code == 0, result.output
     rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
@@ -221,14 +222,16 @@ def test_fetch_of_one_list_fetches_that_lists_pages_only(cli, tmp_path, web):
 
 
 def test_task_items_mailto_prose_and_relative_links():
-    text = "\n".join([
-        "- [ ] https://example.com/todo",
-        "- [x] https://example.com/done",
-        "Questions? Write to mailto:someone@example.com",
-        "More in ./notes.md and `./build.sh`.",
-        "[paper]: https://arxiv.org/abs/2205.14135 \"FlashAttention\"",
-        "[notes]: ./notes/attention.md",
-    ])
+    text = "\n".join(
+        [
+            "- [ ] https://example.com/todo",
+            "- [x] https://example.com/done",
+            "Questions? Write to mailto:someone@example.com",
+            "More in ./notes.md and `./build.sh`.",
+            '[paper]: https://arxiv.org/abs/2205.14135 "FlashAttention"',
+            "[notes]: ./notes/attention.md",
+        ]
+    )
     links = {(link.line, link.url): link for link in parse_text(text, "list.md")}
     assert links[(1, "https://example.com/todo")].title is None
     assert links[(2, "https://example.com/done")].title is None
@@ -241,14 +244,16 @@ def test_task_items_mailto_prose_and_relative_links():
 
 
 def test_headings_labels_and_prose_in_brackets_stay_what_they_are():
-    text = "\n".join([
-        "## Build notes (./configure flags)",
-        "- https://example.com/one",
-        "**Read ./later:**",
-        "- https://example.com/two",
-        "[TODO]: later",
-        "[y]: //cdn.example.com/x.js",
-    ])
+    text = "\n".join(
+        [
+            "## Build notes (./configure flags)",
+            "- https://example.com/one",
+            "**Read ./later:**",
+            "- https://example.com/two",
+            "[TODO]: later",
+            "[y]: //cdn.example.com/x.js",
+        ]
+    )
     links = {link.url: link for link in parse_text(text, "list.md")}
     assert links["https://example.com/one"].section == "Build notes (./configure flags)"
     assert links["https://example.com/two"].section == "Read ./later"
@@ -271,7 +276,11 @@ def test_ctrl_c_prints_the_clean_line_only(tmp_path, web):
     (tmp_path / "list.md").write_text("\n".join(urls) + "\n", encoding="utf-8")
     process = subprocess.Popen(
         [sys.executable, "-m", "mirror", "fetch", "list.md", "--delay", "0", "--workers", "2"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         env={k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"},
     )
     deadline = time.monotonic() + 60
@@ -365,6 +374,7 @@ def test_a_terminal_shows_the_request_that_hangs(web):
 
 def test_version_short_help_and_examples(cli):
     from mirror import __version__
+
     result = cli("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"mirror {__version__}"
     result = cli("fetch", "-h", env={"COLUMNS": "200"})
@@ -499,8 +509,7 @@ def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_orig
         db.execute("update pages set status = 'archived', title = 'Same', text = ? where url = 'https://example.com/b'", [text])
         db.execute("update pages set status = 'archived', title = 'thin', text = 'x' where url = 'https://example.com/a'")
         db.execute("update pages set status = 'duplicate', same_as = 'https://example.com/a' where url = 'https://example.com/c'")
-        rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="Same", text=text, markdown=text,
-                              canonical="https://example.com/b")
+        rendered = Extraction(status=PageStatus.ARCHIVED, kind="html", title="Same", text=text, markdown=text, canonical="https://example.com/b")
         status = archive.record_render("https://example.com/a", Render(final_url="https://example.com/a", status=200, article=rendered))
         assert status == PageStatus.DUPLICATE
         rows = {row["url"]: (row["status"], row["same_as"]) for row in db["pages"].rows}

@@ -79,8 +79,10 @@ def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, web
     db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
     for server in (web, web2):
         # what the client scheduled, on its own clock: each request after the host's gate let it go
-        scheduled = sorted(datetime.fromisoformat(r["started_at"]).timestamp()
-                           for r in db.query("select started_at from attempts where url like ?", [server.url("/slow/") + "%"]))
+        scheduled = sorted(
+            datetime.fromisoformat(r["started_at"]).timestamp()
+            for r in db.query("select started_at from attempts where url like ?", [server.url("/slow/") + "%"])
+        )
         assert len(scheduled) == 8
         assert min(b - a for a, b in zip(scheduled, scheduled[1:], strict=False)) >= delay * 0.99
         # what the server saw: its thread records a start when it gets to run, which a busy machine
@@ -241,8 +243,17 @@ def _fetch_for_pages(tmp_path, *rounds):
 
     async def go():
         writer = CaptureWriter(tmp_path)
-        client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test"}, cookies=None)
+        client = Client(
+            writer,
+            concurrency=8,
+            per_host=4,
+            delay=0,
+            timeout=5,
+            max_bytes=1_000_000,
+            max_redirects=3,
+            headers={"User-Agent": "mirror-test"},
+            cookies=None,
+        )
         budget, seen = Budget(timeout=3, retries=0, concurrency=8), Seen(set())
         try:
             return [await asyncio.gather(*(fetch_images(client, budget, urls, reach, seen) for urls, reach in pages)) for pages in rounds]

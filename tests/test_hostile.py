@@ -55,8 +55,13 @@ EXPECTED = {
 def mirror(*args, cwd, env=None, preexec_fn=None, timeout=180):
     full_env = {k: v for k, v in os.environ.items() if k not in ("MIRROR_ARCHIVE", "MIRROR_CRASH_AT")} | (env or {})
     return subprocess.run(
-        [sys.executable, "-m", "mirror", *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-        timeout=timeout, preexec_fn=preexec_fn,
+        [sys.executable, "-m", "mirror", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 
@@ -104,8 +109,20 @@ def test_fetch_over_the_hostile_web_finishes_in_bounded_time_and_memory(tmp_path
         " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
         "print(code, time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
-    args = ["--timeout", str(TIMEOUT), "--retries", str(RETRIES), "--backoff", str(BACKOFF), "--delay", "0",
-            "--max-bytes", "1000000", "--workers", "2"]
+    args = [
+        "--timeout",
+        str(TIMEOUT),
+        "--retries",
+        str(RETRIES),
+        "--backoff",
+        str(BACKOFF),
+        "--delay",
+        "0",
+        "--max-bytes",
+        "1000000",
+        "--workers",
+        "2",
+    ]
     result = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     code, elapsed, peak_kb = result.stdout.split()
     assert int(code) == 0
@@ -194,7 +211,10 @@ def test_readers_never_see_database_is_locked(tmp_path):
         assert mirror("links", cwd=tmp_path).returncode == 0
         fetch = subprocess.Popen(
             [sys.executable, "-m", "mirror", "fetch", "--delay", "0", "--per-host", "4", "--workers", "2"],
-            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         db_path = tmp_path / "archive" / "mirror.db"
         ds = Datasette([str(db_path)])

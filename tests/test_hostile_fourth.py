@@ -31,8 +31,10 @@ pytestmark = pytest.mark.hostile
 
 
 def client_for(folder: Path, **options) -> Client:
-    return Client(warc.CaptureWriter(folder), **{**dict(concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=10**7,
-                                                       max_redirects=5, headers={}, cookies=None), **options})
+    return Client(
+        warc.CaptureWriter(folder),
+        **{**dict(concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=10**7, max_redirects=5, headers={}, cookies=None), **options},
+    )
 
 
 def fetch(folder: Path, urls: list[str], **options) -> sqlite_utils.Database:
@@ -54,8 +56,11 @@ def test_two_spellings_of_one_name_are_one_lookup(tmp_path, web, monkeypatch):
             client = client_for(tmp_path)
             budget = Budget(timeout=2, retries=0, concurrency=4)
             try:
-                for url in ("http://xn--bcher-kva.test:1/warm-up.png", f"http://bücher.test:{web.port}/x.png",
-                            f"http://xn--bcher-kva.test:{web.port}/admin?action=reboot"):
+                for url in (
+                    "http://xn--bcher-kva.test:1/warm-up.png",
+                    f"http://bücher.test:{web.port}/x.png",
+                    f"http://xn--bcher-kva.test:{web.port}/admin?action=reboot",
+                ):
                     await client.get(url, budget=budget, reach=Reach.PUBLIC)
             finally:
                 await client.aclose()
@@ -154,8 +159,9 @@ def test_a_page_lookup_counts_in_its_timeout(tmp_path, monkeypatch):
     assert seconds < 2.5  # not the resolver's 3 tries of 1 s and more
 
 
-@pytest.mark.parametrize(("value", "servers"), [("[::1]:5353", ["[::1]:5353"]), ("127.0.0.1:53, 10.0.0.1", ["127.0.0.1:53", "10.0.0.1"]),
-                                                ("::1", ["::1"])])
+@pytest.mark.parametrize(
+    ("value", "servers"), [("[::1]:5353", ["[::1]:5353"]), ("127.0.0.1:53, 10.0.0.1", ["127.0.0.1:53", "10.0.0.1"]), ("::1", ["::1"])]
+)
 def test_nameservers_are_read_as_written(monkeypatch, value, servers):
     monkeypatch.setenv("MIRROR_NAMESERVERS", value)
     assert nameservers_from_env() == servers
@@ -180,10 +186,13 @@ def test_localhost_names_are_this_machine_in_the_browser(tmp_path, web, web2, mo
     for path in ("/secret.png", "/control.png"):
         web.add(path, PNG, content_type="image/png")
     web.add("/status", b"<html><body><p>API_KEY=hunter2</p></body></html>")
-    web2.add("/page", f"""<html><body><div id=app></div><p>public page</p>
+    web2.add(
+        "/page",
+        f"""<html><body><div id=app></div><p>public page</p>
         <img src="http://x.localhost:{port}/secret.png"><img src="http://127.0.0.1:{port}/control.png">
         <script>fetch('http://app.localhost:{port}/admin', {{mode: 'no-cors'}});
-        setTimeout(() => {{ location.href = 'http://x.localhost:{port}/status' }}, 300)</script></body></html>""".encode())
+        setTimeout(() => {{ location.href = 'http://x.localhost:{port}/status' }}, 300)</script></body></html>""".encode(),
+    )
     monkeypatch.setenv("HTTP_PROXY", web2.url(""))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     url = "http://public.example/page"
@@ -203,8 +212,11 @@ def test_a_request_that_fails_fails_at_once(tmp_path, web):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
-    url = web.add("/page", f"""<html><body><div id=app></div><p>a page</p>
-        <script>fetch('http://127.0.0.1:{closed}/api').catch(() => {{ document.body.dataset.failed = 'yes' }})</script></body></html>""".encode())
+    url = web.add(
+        "/page",
+        f"""<html><body><div id=app></div><p>a page</p>
+        <script>fetch('http://127.0.0.1:{closed}/api').catch(() => {{ document.body.dataset.failed = 'yes' }})</script></body></html>""".encode(),
+    )
     started = time.monotonic()
     db = fetch(tmp_path, [url], browser="always", chromium=CHROMIUM, images=False, timeout=20)
     seconds = time.monotonic() - started

@@ -214,10 +214,8 @@ def test_warc_paths_are_confined_to_the_archive(tmp_path, archive):
     (crafted / "warc" / "notes.txt").write_text("inside but not a WARC: HIDDEN words\n")
     conn = sqlite3.connect(crafted / "mirror.db")
     with conn:
-        conn.execute("update pages set warc_file = ?, warc_offset = 0, warc_length = 100 where url like '%/xss-alt'",
-                     ["../../passwd"])
-        conn.execute("update pages set warc_file = ?, warc_offset = 0, warc_length = 100 where url like '%/markup'",
-                     [str(secret)])
+        conn.execute("update pages set warc_file = ?, warc_offset = 0, warc_length = 100 where url like '%/xss-alt'", ["../../passwd"])
+        conn.execute("update pages set warc_file = ?, warc_offset = 0, warc_length = 100 where url like '%/markup'", [str(secret)])
         conn.execute("update pages set warc_file = 'notes.txt', warc_offset = 0, warc_length = 100 where url like '%/terminal'")
         conn.execute("update pages set warc_offset = -5 where url like '%/script.js'")
     conn.close()
@@ -226,9 +224,14 @@ def test_warc_paths_are_confined_to_the_archive(tmp_path, archive):
         response = get(crafted_ds, f"/-/mirror/snapshot/{page_id(crafted, end)}")
         assert response.status_code == 404, (end, response.status_code)
         assert "root:x" not in response.text and "TOPSECRET" not in response.text and "HIDDEN" not in response.text
-    for location in (WarcLocation("../../passwd", 0, 100), WarcLocation(str(secret), 0, 100),
-                     WarcLocation("notes.txt", 0, 100), WarcLocation("", 0, 10), WarcLocation("notes.txt", -1, 10),
-                     WarcLocation("a\x00b", 0, 10)):
+    for location in (
+        WarcLocation("../../passwd", 0, 100),
+        WarcLocation(str(secret), 0, 100),
+        WarcLocation("notes.txt", 0, 100),
+        WarcLocation("", 0, 10),
+        WarcLocation("notes.txt", -1, 10),
+        WarcLocation("a\x00b", 0, 10),
+    ):
         with pytest.raises(WarcError) as error:
             read_payload(crafted, location)
         assert "root:x" not in str(error.value) and "HIDDEN" not in str(error.value)
@@ -256,7 +259,8 @@ def test_serve_answers_only_requests_for_loopback_names(archive):
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(archive), "--allow-host", "mirror.test"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         base = f"http://127.0.0.1:{port}/-/mirror/search"
@@ -320,11 +324,10 @@ def test_links_prints_a_summary_past_a_few_hundred_rows_and_json_prints_all(cli,
 def test_html_seed_sections_come_from_the_heading_before_each_link():
     from mirror.seeds.html import parse_html
 
-    parts = "".join(
-        f"<h2>Part {k}</h2>" + "".join(f"<p><a href='https://e.com/{k}/{i}'>x</a></p>" for i in range(1000)) for k in range(5)
+    parts = "".join(f"<h2>Part {k}</h2>" + "".join(f"<p><a href='https://e.com/{k}/{i}'>x</a></p>" for i in range(1000)) for k in range(5))
+    links = parse_html(
+        f"<html><body><p><a href='https://e.com/first'>first</a></p>{parts}<h3><a href='https://e.com/in-heading'>in</a></h3></body></html>", "s.html"
     )
-    links = parse_html(f"<html><body><p><a href='https://e.com/first'>first</a></p>{parts}"
-                       "<h3><a href='https://e.com/in-heading'>in</a></h3></body></html>", "s.html")
     assert links[0].section is None
     assert [link.section for link in links[1:-1]] == [f"Part {k}" for k in range(5) for _ in range(1000)]
     assert links[-1].section == "Part 4"  # a link inside a heading: the heading before it, as XPath's preceding::

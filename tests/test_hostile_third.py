@@ -35,6 +35,7 @@ def fetch(tmp_path, urls, **options):
 
 # 2. Two `Content-Encoding: gzip` fields: counted as read back (decoded once), not as raw bytes.
 
+
 def test_a_body_labelled_gzip_twice_is_counted_decoded(tmp_path, web):
     page = web.url("/bomb-twice")
     styled = web.add("/styled", article("样式", '<link rel="stylesheet" href="/bomb-twice.css">'))
@@ -50,11 +51,18 @@ def test_a_capture_is_read_back_within_a_bound(tmp_path):
     limit it is read with; its first bytes can still be read."""
     writer = warc.CaptureWriter(tmp_path)
     bomb = gzip.compress(b"\0" * 50_000_000, 9)
-    location = writer.write(warc.Capture(
-        url="http://h/x.css", method="GET", request_headers=[], status=200, reason="OK", http_version="HTTP/1.1",
-        response_headers=[("Content-Type", "text/css"), ("Content-Encoding", "gzip"), ("Content-Encoding", "gzip")],
-        body=io.BytesIO(bomb),
-    ))
+    location = writer.write(
+        warc.Capture(
+            url="http://h/x.css",
+            method="GET",
+            request_headers=[],
+            status=200,
+            reason="OK",
+            http_version="HTTP/1.1",
+            response_headers=[("Content-Type", "text/css"), ("Content-Encoding", "gzip"), ("Content-Encoding", "gzip")],
+            body=io.BytesIO(bomb),
+        )
+    )
     writer.close()
     with pytest.raises(warc.WarcError, match="more than 1,000,000 bytes"):
         warc.read_payload(tmp_path, location, limit=1_000_000)
@@ -65,6 +73,7 @@ def test_a_capture_is_read_back_within_a_bound(tmp_path):
 
 
 # 3. Headers are data: any bytes in a header or a status text are recorded, never a failure.
+
 
 def test_utf8_header_values_and_status_text_are_recorded(tmp_path, web):
     url = web.url("/utf8-headers")
@@ -87,10 +96,18 @@ def test_utf8_header_values_and_status_text_are_recorded(tmp_path, web):
 
 def test_a_header_cannot_forge_a_line_of_the_record(tmp_path):
     writer = warc.CaptureWriter(tmp_path)
-    location = writer.write(warc.Capture(
-        url="http://h/", method="GET", request_headers=[("X-Client", "v=é;id é\r\nInjected: yes")], status=200,
-        reason="Café\r\nForged: 1", http_version="HTTP/1.1", response_headers=[("X-A", "字\nB: c")], body=io.BytesIO(b"ok"),
-    ))
+    location = writer.write(
+        warc.Capture(
+            url="http://h/",
+            method="GET",
+            request_headers=[("X-Client", "v=é;id é\r\nInjected: yes")],
+            status=200,
+            reason="Café\r\nForged: 1",
+            http_version="HTTP/1.1",
+            response_headers=[("X-A", "字\nB: c")],
+            body=io.BytesIO(b"ok"),
+        )
+    )
     writer.close()
     headers, body = warc.read_payload(tmp_path, location)
     assert body == b"ok" and headers.get_header("Forged") is None and headers.get_header("B") is None
@@ -118,8 +135,11 @@ def test_an_extraction_past_its_deadline_keeps_the_plain_text(tmp_path, web, cli
 
 # 8. No code from the working folder: a reading list cloned with a `pickle.py` in it.
 
+
 def test_a_module_in_the_working_folder_never_runs(tmp_path, web):
-    planted = "import os\nopen(os.path.join(os.path.dirname(os.path.abspath(__file__)), f'RAN-{os.getpid()}'), 'w').close()\nraise ImportError('planted')\n"
+    planted = (
+        "import os\nopen(os.path.join(os.path.dirname(os.path.abspath(__file__)), f'RAN-{os.getpid()}'), 'w').close()\nraise ImportError('planted')\n"
+    )
     for name in ("pickle.py", "trafilatura.py", "lxml.py"):
         (tmp_path / name).write_text(planted)
     url = web.add("/planted", article("种下的模块"))
@@ -149,9 +169,11 @@ def test_header_values_stay_with_the_seed_host_in_the_browser(tmp_path, web, web
     web2.add("/landing", b"landed", content_type="text/plain")
     web.add("/own.png", b"\x89PNG\r\n\x1a\nown", content_type="image/png")
     web.add("/hop", b"", status=302, Location=web2.url("/landing"))
-    body = (f"<html><head><title>Token</title></head><body><article><h1>Token</h1>{LONG}"
-            f'<img src="/own.png"><img src="{web2.url("/img.png")}"></article>'
-            f"<script>fetch({json.dumps(web2.url('/api'))}); fetch('/hop');</script></body></html>")
+    body = (
+        f"<html><head><title>Token</title></head><body><article><h1>Token</h1>{LONG}"
+        f'<img src="/own.png"><img src="{web2.url("/img.png")}"></article>'
+        f"<script>fetch({json.dumps(web2.url('/api'))}); fetch('/hop');</script></body></html>"
+    )
     url = web.add("/page", body.encode())
     fetch(tmp_path, [url], headers={"Authorization": "Bearer s3cret"}, browser="always", chromium=CHROMIUM, images=False, timeout=12)
     seen = {path: [h.get("Authorization") for h in hits] for path, hits in web.recorder.headers.items()}
@@ -163,6 +185,7 @@ def test_header_values_stay_with_the_seed_host_in_the_browser(tmp_path, web, web
 
 
 # 5. A page's redirects and navigations follow the address rule of its resources.
+
 
 def test_a_public_page_cannot_redirect_us_to_loopback(tmp_path, web, monkeypatch):
     secret = web.add("/status", b"API_KEY=hunter2", content_type="text/plain")
@@ -185,8 +208,11 @@ def test_a_rendered_public_page_that_navigates_to_loopback_keeps_nothing_of_it(t
     chromium_or_skip()
     web.add("/status", b"<html><body><p>API_KEY=hunter2 " + b"secret words " * 80 + b"</p></body></html>")
     web.add("/go-local", b"", status=302, Location=web.url("/status"))
-    web.add("/shell", b"<html><head><title>App</title></head><body><div id=app></div>"
-            b"<script>setTimeout(() => { location.href = '/go-local' }, 50)</script></body></html>")
+    web.add(
+        "/shell",
+        b"<html><head><title>App</title></head><body><div id=app></div>"
+        b"<script>setTimeout(() => { location.href = '/go-local' }, 50)</script></body></html>",
+    )
     monkeypatch.setenv("HTTP_PROXY", web.url(""))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     url = "http://public.example/shell"
@@ -199,6 +225,7 @@ def test_a_rendered_public_page_that_navigates_to_loopback_keeps_nothing_of_it(t
 
 
 # 9. A stylesheet in UTF-7 (which no browser reads) cannot end the run.
+
 
 def test_a_utf7_stylesheet_is_read_as_a_browser_reads_it(tmp_path, web):
     web.add("/u7.css", b'@charset "utf-7"; body { background: url(/bg+2AA-.png) }', content_type="text/css")
@@ -235,9 +262,11 @@ def test_a_navigation_is_refused_before_its_redirect_reaches_a_more_private_addr
 
 # 7. Descriptors: a page's images on many hosts do not hold sockets for the rest of the run.
 
+
 def _sockets() -> int:
-    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd")
-               if os.path.exists(f"/proc/self/fd/{fd}"))
+    return sum(
+        os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")
+    )
 
 
 @pytest.fixture
@@ -273,8 +302,18 @@ def test_idle_connections_to_many_hosts_are_closed_and_a_page_fetches_a_bounded_
     monkeypatch.setattr(_client, "SWEEP_EVERY", 3600)  # the sweep is called below, at a known time
 
     async def many_hosts() -> tuple[int, int, int]:
-        client = _client.Client(warc.CaptureWriter(tmp_path / "sweep"), concurrency=16, per_host=1, delay=0, timeout=5,
-                                max_bytes=10**6, max_redirects=3, headers={}, cookies=None, keepalive=0.3)
+        client = _client.Client(
+            warc.CaptureWriter(tmp_path / "sweep"),
+            concurrency=16,
+            per_host=1,
+            delay=0,
+            timeout=5,
+            max_bytes=10**6,
+            max_redirects=3,
+            headers={},
+            cookies=None,
+            keepalive=0.3,
+        )
         before = _sockets()
         try:
             budget = Budget(timeout=5, retries=0, concurrency=16)
@@ -312,6 +351,7 @@ def test_running_out_of_descriptors_is_named():
 
 # 10. The browser's memory is watched during a page, not only between pages.
 
+
 def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
     import asyncio
 
@@ -322,9 +362,12 @@ def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
 
     chromium_or_skip()
     # (it keeps changing its page, so that it is still being rendered when the memory is next looked at, however slow the machine)
-    hog = web.add("/hog", b"<html><body><p>hog</p><script>const kept = []; setInterval(() => {"
-                          b" const b = new ArrayBuffer(64 * 1024 * 1024); new Uint8Array(b).fill(7); kept.push(b);"
-                          b" document.body.append(String(kept.length)) }, 50)</script></body></html>")
+    hog = web.add(
+        "/hog",
+        b"<html><body><p>hog</p><script>const kept = []; setInterval(() => {"
+        b" const b = new ArrayBuffer(64 * 1024 * 1024); new Uint8Array(b).fill(7); kept.push(b);"
+        b" document.body.append(String(kept.length)) }, 50)</script></body></html>",
+    )
     calm = web.add("/calm", article("平静"))
 
     async def render():
@@ -341,6 +384,7 @@ def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
 
 
 # 4. DNS rebinding: the connection goes to the address that was looked up and checked.
+
 
 def test_a_connection_goes_to_the_address_that_was_checked(tmp_path, web, monkeypatch):
     from .dnsserver import DNSServer

@@ -25,8 +25,15 @@ def _records(folder) -> list:
         with open(path, "rb") as f:
             for record in ArchiveIterator(f):
                 headers = [(k.lower(), v) for k, v in record.http_headers.headers if k.lower() != "date"]
-                out.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"),
-                            record.http_headers.statusline, headers, record.content_stream().read()))
+                out.append(
+                    (
+                        record.rec_type,
+                        record.rec_headers.get_header("WARC-Target-URI"),
+                        record.http_headers.statusline,
+                        headers,
+                        record.content_stream().read(),
+                    )
+                )
     return out
 
 
@@ -35,8 +42,17 @@ def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None = Non
 
     async def go():
         writer = CaptureWriter(tmp_path / name)
-        client = Client(writer, concurrency=4, per_host=2, delay=0, timeout=5, max_bytes=1_000_000, max_redirects=3,
-                        headers={"User-Agent": "mirror-test", "Accept-Encoding": "gzip, deflate", **(headers or {})}, cookies=cookies)
+        client = Client(
+            writer,
+            concurrency=4,
+            per_host=2,
+            delay=0,
+            timeout=5,
+            max_bytes=1_000_000,
+            max_redirects=3,
+            headers={"User-Agent": "mirror-test", "Accept-Encoding": "gzip, deflate", **(headers or {})},
+            cookies=cookies,
+        )
         budget = Budget(timeout=3, retries=0, concurrency=4)
         try:
             return [await client.get(url, budget=budget, reach=Reach.LOOPBACK) for url in urls]
@@ -129,9 +145,28 @@ def tls_server(tmp_path):
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl command to make a certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -172,19 +207,22 @@ def test_an_untrusted_certificate_is_a_tls_failure(tmp_path, tls_server, monkeyp
     assert answer.error == Reason.TLS and "CERTIFICATE_VERIFY_FAILED" in answer.message
 
 
-@pytest.mark.parametrize("environment, url, proxy", [
-    ({"HTTP_PROXY": "http://p:1"}, "http://a.example/", "http://p:1"),
-    ({"HTTP_PROXY": "http://p:1"}, "https://a.example/", None),  # (one proxy for http, none for https)
-    ({"ALL_PROXY": "p:2"}, "https://a.example/", "http://p:2"),
-    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "intranet.test:8080"}, "http://intranet.test:8080/x", None),  # (a port: that port)
-    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "intranet.test:8080"}, "http://intranet.test:8081/x", "http://p:1"),
-    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example.com"}, "http://www.example.com/", None),  # (a name and its subdomains)
-    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example.com"}, "http://wwwexample.com/", "http://p:1"),
-    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": ".example.com"}, "http://example.com/", "http://p:1"),  # (subdomains only)
-    ({"ALL_PROXY": "http://p:2", "NO_PROXY": "localhost,::1,127.0.0.1"}, "http://[::1]:8/", None),
-    ({"ALL_PROXY": "http://p:2", "NO_PROXY": "http://only.http"}, "https://only.http/", "http://p:2"),  # (a URL: its scheme)
-    ({"HTTPS_PROXY": "http://p:3", "NO_PROXY": "x.test, *"}, "https://a.example/", None),
-])
+@pytest.mark.parametrize(
+    "environment, url, proxy",
+    [
+        ({"HTTP_PROXY": "http://p:1"}, "http://a.example/", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1"}, "https://a.example/", None),  # (one proxy for http, none for https)
+        ({"ALL_PROXY": "p:2"}, "https://a.example/", "http://p:2"),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "intranet.test:8080"}, "http://intranet.test:8080/x", None),  # (a port: that port)
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "intranet.test:8080"}, "http://intranet.test:8081/x", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example.com"}, "http://www.example.com/", None),  # (a name and its subdomains)
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example.com"}, "http://wwwexample.com/", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": ".example.com"}, "http://example.com/", "http://p:1"),  # (subdomains only)
+        ({"ALL_PROXY": "http://p:2", "NO_PROXY": "localhost,::1,127.0.0.1"}, "http://[::1]:8/", None),
+        ({"ALL_PROXY": "http://p:2", "NO_PROXY": "http://only.http"}, "https://only.http/", "http://p:2"),  # (a URL: its scheme)
+        ({"HTTPS_PROXY": "http://p:3", "NO_PROXY": "x.test, *"}, "https://a.example/", None),
+    ],
+)
 def test_the_proxy_a_url_goes_through_is_read_as_httpx_reads_the_environment(monkeypatch, environment, url, proxy):
     from mirror.http.connect import proxy_for
 

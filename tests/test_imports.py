@@ -27,8 +27,15 @@ FlashAttention 详解,https://zhuanlan.zhihu.com/p/1,1700000000,mlsys|注意力,
 no url here,,1700000200,,unread
 """
 PINBOARD = [
-    {"href": "https://arxiv.org/abs/2205.14135", "description": "FlashAttention", "extended": "", "tags": "attention gpu",
-     "time": "2023-01-02T03:04:05Z", "shared": "no", "toread": "yes"},
+    {
+        "href": "https://arxiv.org/abs/2205.14135",
+        "description": "FlashAttention",
+        "extended": "",
+        "tags": "attention gpu",
+        "time": "2023-01-02T03:04:05Z",
+        "shared": "no",
+        "toread": "yes",
+    },
     {"description": "no href"},
     {"href": "https://github.com/Dao-AILab/flash-attention", "description": "repo", "tags": "", "time": "2023-01-03T00:00:00Z"},
 ]
@@ -76,20 +83,33 @@ def by_url(links: list[dict]) -> dict[str, dict]:
 def test_pocket_html_keeps_titles_tags_dates_and_its_lists(cli, tmp_path):
     links, _ = read(cli, tmp_path, "ril_export.html", POCKET_HTML)
     first = by_url(links)["https://zhuanlan.zhihu.com/p/1"]
-    assert (first["title"], first["tags"], first["added"], first["section"]) == ("FlashAttention 详解", "mlsys, 注意力", "2023-11-14T22:13:20+00:00", "Unread")
+    assert (first["title"], first["tags"], first["added"], first["section"]) == (
+        "FlashAttention 详解",
+        "mlsys, 注意力",
+        "2023-11-14T22:13:20+00:00",
+        "Unread",
+    )
     assert by_url(links)["https://example.com/read"]["section"] == "Read Archive"
     assert by_url(links)["https://example.com/b"]["tags"] is None
 
 
-@pytest.mark.parametrize("name, content, url, expected", [
-    ("pocket.csv", POCKET_CSV, "https://zhuanlan.zhihu.com/p/1", ("FlashAttention 详解", "mlsys, 注意力", "2023-11-14T22:13:20+00:00", "unread")),
-    ("raindrop.csv", RAINDROP_CSV, "https://www.cnblogs.com/x/p/1.html", ("张量并行", "并行, 分布式", "2024-05-06T07:08:09+00:00", "Unsorted")),
-    ("instapaper.csv", INSTAPAPER_CSV, "https://mp.weixin.qq.com/s/abc", ("微信文章", None, "2024-03-09T16:00:00+00:00", "Unread")),
-    ("pinboard.json", json.dumps(PINBOARD), "https://arxiv.org/abs/2205.14135", ("FlashAttention", "attention, gpu", "2023-01-02T03:04:05+00:00", None)),
-    ("weekly.rss", RSS, "https://example.com/weekly/1", ("第一期", "周报, mlsys", "2024-03-05T08:00:00+00:00", "MLSys 周报")),
-    ("blog.xml", ATOM, "https://blog.example/a", ("Post A", "gpu", "2024-01-01T00:00:00+00:00", "Atom blog")),
-    ("subscriptions.opml", OPML, "https://lilianweng.github.io/", ("Lil'Log", None, None, "ML")),
-])
+@pytest.mark.parametrize(
+    "name, content, url, expected",
+    [
+        ("pocket.csv", POCKET_CSV, "https://zhuanlan.zhihu.com/p/1", ("FlashAttention 详解", "mlsys, 注意力", "2023-11-14T22:13:20+00:00", "unread")),
+        ("raindrop.csv", RAINDROP_CSV, "https://www.cnblogs.com/x/p/1.html", ("张量并行", "并行, 分布式", "2024-05-06T07:08:09+00:00", "Unsorted")),
+        ("instapaper.csv", INSTAPAPER_CSV, "https://mp.weixin.qq.com/s/abc", ("微信文章", None, "2024-03-09T16:00:00+00:00", "Unread")),
+        (
+            "pinboard.json",
+            json.dumps(PINBOARD),
+            "https://arxiv.org/abs/2205.14135",
+            ("FlashAttention", "attention, gpu", "2023-01-02T03:04:05+00:00", None),
+        ),
+        ("weekly.rss", RSS, "https://example.com/weekly/1", ("第一期", "周报, mlsys", "2024-03-05T08:00:00+00:00", "MLSys 周报")),
+        ("blog.xml", ATOM, "https://blog.example/a", ("Post A", "gpu", "2024-01-01T00:00:00+00:00", "Atom blog")),
+        ("subscriptions.opml", OPML, "https://lilianweng.github.io/", ("Lil'Log", None, None, "ML")),
+    ],
+)
 def test_each_export_is_read_with_what_it_says_of_a_link(cli, tmp_path, name, content, url, expected):
     links, _ = read(cli, tmp_path, name, content)
     link = by_url(links)[url]
@@ -97,17 +117,24 @@ def test_each_export_is_read_with_what_it_says_of_a_link(cli, tmp_path, name, co
     assert link["seed"] == name
 
 
-@pytest.mark.parametrize("name, content, said", [
-    ("pocket.csv", POCKET_CSV, "pocket.csv: line 4 has no URL; skipped"),
-    ("raindrop.csv", RAINDROP_CSV, "raindrop.csv: line 3 has no URL; skipped"),
-    ("pinboard.json", json.dumps(PINBOARD), "pinboard.json: item 2 has no URL; skipped"),
-    ("weekly.rss", RSS, "weekly.rss: line 5: an entry without a link; skipped"),
-    ("broken.json", '[{"href": "https://a.example/"}, ', "broken.json: not JSON"),
-    ("wrong.csv", "name,size\na,1\n", "wrong.csv: a CSV without a url column"),
-    ("deep.json", "[" * 5000 + "]" * 5000, "deep.json: JSON that cannot be read (RecursionError"),
-    ("big.json", '[{"href": "https://a.example/", "time": ' + "9" * 5000 + "}]", "big.json: JSON that cannot be read (ValueError"),
-    ("cr.csv", "url,title\nhttps://a.example/,t\nhttps://b.example/,x\ry\nhttps://c.example/,t\n", "cr.csv: line 3: new-line character seen in unquoted field"),
-])
+@pytest.mark.parametrize(
+    "name, content, said",
+    [
+        ("pocket.csv", POCKET_CSV, "pocket.csv: line 4 has no URL; skipped"),
+        ("raindrop.csv", RAINDROP_CSV, "raindrop.csv: line 3 has no URL; skipped"),
+        ("pinboard.json", json.dumps(PINBOARD), "pinboard.json: item 2 has no URL; skipped"),
+        ("weekly.rss", RSS, "weekly.rss: line 5: an entry without a link; skipped"),
+        ("broken.json", '[{"href": "https://a.example/"}, ', "broken.json: not JSON"),
+        ("wrong.csv", "name,size\na,1\n", "wrong.csv: a CSV without a url column"),
+        ("deep.json", "[" * 5000 + "]" * 5000, "deep.json: JSON that cannot be read (RecursionError"),
+        ("big.json", '[{"href": "https://a.example/", "time": ' + "9" * 5000 + "}]", "big.json: JSON that cannot be read (ValueError"),
+        (
+            "cr.csv",
+            "url,title\nhttps://a.example/,t\nhttps://b.example/,x\ry\nhttps://c.example/,t\n",
+            "cr.csv: line 3: new-line character seen in unquoted field",
+        ),
+    ],
+)
 def test_bad_rows_are_reported_with_their_line_never_a_traceback(cli, tmp_path, name, content, said):
     (tmp_path / name).write_text(content, encoding="utf-8")
     result = cli("links", name, "--json")
@@ -159,9 +186,11 @@ def test_a_feed_url_given_to_fetch_is_read_as_a_feed(cli, tmp_path, web):
 
     first = web.add("/posts/1", article("第一篇", "订阅源里的第一篇文章。"))
     web.add("/posts/2", article("第二篇", "订阅源里的第二篇文章。"))
-    feed = ('<?xml version="1.0" encoding="GBK"?><rss version="2.0"><channel><title>博客</title>'
-            f'<item><title>第一篇</title><link>{first}</link><category>系统</category></item>'
-            '<item><title>第二篇</title><link>/posts/2</link></item></channel></rss>').encode("gbk")
+    feed = (
+        '<?xml version="1.0" encoding="GBK"?><rss version="2.0"><channel><title>博客</title>'
+        f"<item><title>第一篇</title><link>{first}</link><category>系统</category></item>"
+        "<item><title>第二篇</title><link>/posts/2</link></item></channel></rss>"
+    ).encode("gbk")
     url = web.add("/feed", feed, content_type="application/rss+xml")  # no .xml in its address: read by what it is
     result = cli("fetch", url, "--delay", "0", "--retries", "0", "--json")
     assert result.exit_code == 0, result.output
@@ -193,8 +222,9 @@ def test_a_feeds_entries_get_no_header_of_the_user_and_no_more_private_address(c
     from .webserver import article
 
     entry = web2.add("/entry", article("别人的文章", "订阅源指向另一台主机上的文章。"))
-    url = web.add("/feed", f'<rss version="2.0"><channel><item><link>{entry}</link></item></channel></rss>'.encode(),
-                  content_type="application/rss+xml")
+    url = web.add(
+        "/feed", f'<rss version="2.0"><channel><item><link>{entry}</link></item></channel></rss>'.encode(), content_type="application/rss+xml"
+    )
     result = cli("fetch", url, "--delay", "0", "--retries", "0", "--header", "Authorization: Bearer MINE")
     assert result.exit_code == 0 and "1 entries in 1 feed(s)" in result.output
     assert web.recorder.headers["/feed"][0].get("Authorization") == "Bearer MINE"
@@ -267,8 +297,14 @@ def test_pockets_html_export_gives_each_links_title_tags_date_list_and_line():
 
     links = parse_html(POCKET_EXPORT, "s")
     assert [(link.url_as_written, link.title, link.section, link.tags, link.added) for link in links] == [
-        ("https://zhuanlan.zhihu.com/p/1?utm_source=pocket&x=1", "FlashAttention 详解 & 注释", "Unread", "mlsys, 注意力", "2023-11-14T22:13:20+00:00"),
-        ("https://example.com/search?q=a&b=2", "Tom & Jerry's \"notes\" <3", "Unread", None, "2023-11-14T22:15:00+00:00"),
+        (
+            "https://zhuanlan.zhihu.com/p/1?utm_source=pocket&x=1",
+            "FlashAttention 详解 & 注释",
+            "Unread",
+            "mlsys, 注意力",
+            "2023-11-14T22:13:20+00:00",
+        ),
+        ("https://example.com/search?q=a&b=2", 'Tom & Jerry\'s "notes" <3', "Unread", None, "2023-11-14T22:15:00+00:00"),
         ("https://example.com/empty", None, "Unread", None, None),
         ("https://example.com/read", "Read one", "Read Archive", "done", "2023-07-22T04:26:40+00:00"),
     ]
@@ -287,14 +323,18 @@ def test_a_long_html_export_keeps_each_links_own_line():
 
 
 @pytest.mark.hostile
-@pytest.mark.parametrize("text, titles", [
-    ("<ul>" * 250 + '<li><a href="https://e.x/a" time_added="" tags="">T</a></li>', ["T"]),  # (libxml2 stops at 256 levels)
-    ('<ul><li><a href="https://e.x/a" time_added="" tags="">' + "x" * 11_000_000 + "</a></li></ul>", [None]),  # (it drops a text of 10 MB)
-    ("<!--a-->" * 60 + "<p>", []),
-    ("<!DOCTYPE NETSCAPE-Bookmark-file-1>" + "<dt><a" * 200_000, []),  # (unclosed bookmarks: each read once)
-    ("<!DOCTYPE NETSCAPE-Bookmark-file-1>" + "<dd>" * 100_000 + "x", []),
-    ("<!--" * 100_000 + "<!DOCTYPE NETSCAPE-Bookmark-file-1>", []),
-], ids=["nested", "huge-title", "comments", "unclosed-bookmarks", "unclosed-dd", "unclosed-comments"])
+@pytest.mark.parametrize(
+    "text, titles",
+    [
+        ("<ul>" * 250 + '<li><a href="https://e.x/a" time_added="" tags="">T</a></li>', ["T"]),  # (libxml2 stops at 256 levels)
+        ('<ul><li><a href="https://e.x/a" time_added="" tags="">' + "x" * 11_000_000 + "</a></li></ul>", [None]),  # (it drops a text of 10 MB)
+        ("<!--a-->" * 60 + "<p>", []),
+        ("<!DOCTYPE NETSCAPE-Bookmark-file-1>" + "<dt><a" * 200_000, []),  # (unclosed bookmarks: each read once)
+        ("<!DOCTYPE NETSCAPE-Bookmark-file-1>" + "<dd>" * 100_000 + "x", []),
+        ("<!--" * 100_000 + "<!DOCTYPE NETSCAPE-Bookmark-file-1>", []),
+    ],
+    ids=["nested", "huge-title", "comments", "unclosed-bookmarks", "unclosed-dd", "unclosed-comments"],
+)
 def test_a_hostile_html_export_is_read_in_bounded_time(text, titles):
     import time
 
@@ -364,18 +404,23 @@ def test_a_feeds_entries_give_links_titles_tags_dates_lines_and_warnings():
     assert warnings == ["s: line 25: an entry without a link; skipped"]
     links, _ = _feed(SERVICE_ATOM)
     assert [(link.url, link.tags, link.added) for link in links] == [
-        ("https://blog.example/a", "gpu, text", "2023-12-01T00:00:00+00:00"), ("https://blog.example/b", None, "2024-01-02T00:00:00+00:00")]
+        ("https://blog.example/a", "gpu, text", "2023-12-01T00:00:00+00:00"),
+        ("https://blog.example/b", None, "2024-01-02T00:00:00+00:00"),
+    ]
     relative, _ = _feed(SERVICE_ATOM.replace("https://blog.example/b", "/b"), base="https://feed.example/x/")
     assert relative[1].url == "https://feed.example/b"
 
 
-@pytest.mark.parametrize("change", [
-    ("&amp; 注释", "&nbsp; 注释"),  # an undeclared entity: libxml2 mends it
-    ("</title>", "</titel>"),
-    ("<dc:creator>someone</dc:creator>", "<dc:creator><name>someone</name></dc:creator>"),  # a child that holds elements
-    ("</item>\n    <item>", "</item><!-- <item><link>https://commented.example/</link></item> -->\n    <item>"),
-    ("<title>No link</title>", "<title><![CDATA[No link]]></title>"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("&amp; 注释", "&nbsp; 注释"),  # an undeclared entity: libxml2 mends it
+        ("</title>", "</titel>"),
+        ("<dc:creator>someone</dc:creator>", "<dc:creator><name>someone</name></dc:creator>"),  # a child that holds elements
+        ("</item>\n    <item>", "</item><!-- <item><link>https://commented.example/</link></item> -->\n    <item>"),
+        ("<title>No link</title>", "<title><![CDATA[No link]]></title>"),
+    ],
+)
 def test_a_feed_with_odd_or_mended_parts_gives_its_entries(change):
     links, warnings = _feed(SERVICE_RSS.replace(*change, 1))
     assert [link.url.split("?")[0] for link in links] == ["https://zhuanlan.zhihu.com/p/1", "https://example.com/b", "https://example.com/c"]
@@ -383,13 +428,17 @@ def test_a_feed_with_odd_or_mended_parts_gives_its_entries(change):
 
 
 @pytest.mark.hostile
-@pytest.mark.parametrize("text", [
-    "<rss><channel><item><link>&#x110000;</link></item></channel></rss>",  # (not a character)
-    "<rss><channel><item><link>x</link><title>&#99999999999999999999;</title></item></channel></rss>",
-    "<rss><channel><item><link>x</link><category>&#" + "1" * 5000 + ";</category></item></channel></rss>",  # (past int()'s digits)
-    "<rss><channel><item><link>x</link>" + "<c/>" * 4000 + "</item></channel></rss>",  # (4,000 children)
-    "<rss><channel>" + "".join(f"<item><link>x</link><c{i}/></item>" for i in range(300)) + "</channel></rss>",  # (300 shapes)
-], ids=["past-unicode", "huge-number", "many-digits", "many-children", "many-shapes"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<rss><channel><item><link>&#x110000;</link></item></channel></rss>",  # (not a character)
+        "<rss><channel><item><link>x</link><title>&#99999999999999999999;</title></item></channel></rss>",
+        "<rss><channel><item><link>x</link><category>&#" + "1" * 5000 + ";</category></item></channel></rss>",  # (past int()'s digits)
+        "<rss><channel><item><link>x</link>" + "<c/>" * 4000 + "</item></channel></rss>",  # (4,000 children)
+        "<rss><channel>" + "".join(f"<item><link>x</link><c{i}/></item>" for i in range(300)) + "</channel></rss>",  # (300 shapes)
+    ],
+    ids=["past-unicode", "huge-number", "many-digits", "many-children", "many-shapes"],
+)
 def test_a_hostile_feed_is_read_without_a_traceback(text):
     links, _ = _feed(text)
     assert len(links) <= 300 and all(link.line == 1 for link in links)

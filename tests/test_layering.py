@@ -19,11 +19,16 @@ PACKAGE = Path(mirror.__file__).parent
 RANKS = {
     # the bottom: the values passed between stages and the vocabulary, helpers that know no stage,
     # and URLs (identity, a reference resolved against its page), every stage's
-    "_types": 0, "_enums": 0, "_util": 0, "_fts": 0, "urls": 0,
+    "_types": 0,
+    "_enums": 0,
+    "_util": 0,
+    "_fts": 0,
+    "urls": 0,
     # seeds: reading lists -> the link inventory
     "seeds": 1,
     # fetch/warc: raw captures, and HTTP into them
-    "warc": 2, "http": 3,
+    "warc": 2,
+    "http": 3,
     # extract: articles from captures, and the processes that run it
     "extract": 4,
     # check: what a capture found against the version before, soft 404s, link health, a check's
@@ -32,11 +37,16 @@ RANKS = {
     # store: the archive folder, its database and the search index's layout
     "store": 6,
     # the runs: chromium's pass, then the fetch run that drives everything below
-    "browser": 7, "fetch": 8,
+    "browser": 7,
+    "fetch": 8,
     # search and exports: reading the store
-    "search": 9, "export": 9,
+    "search": 9,
+    "export": 9,
     # the faces: the datasette plugin and the command line
-    "plugin": 10, "cli": 10, "__init__": 10, "__main__": 10,
+    "plugin": 10,
+    "cli": 10,
+    "__init__": 10,
+    "__main__": 10,
 }
 
 
@@ -63,12 +73,12 @@ def imports_of(path: Path, root: Path, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == package or alias.name.startswith(package + "."):
-                    found.add(alias.name[len(package) + 1:] or "__init__")
+                    found.add(alias.name[len(package) + 1 :] or "__init__")
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0:
                 if node.module != package and not (node.module or "").startswith(package + "."):
                     continue
-                base = (node.module or "")[len(package) + 1:].split(".") if node.module != package else []
+                base = (node.module or "")[len(package) + 1 :].split(".") if node.module != package else []
             else:
                 anchor = here if is_package and here != ["__init__"] else here[:-1]
                 if here == ["__init__"]:
@@ -98,7 +108,7 @@ def lazy_homes(path: Path, root: Path, package: str) -> set[str]:
             for value in node.args[1].values:
                 home = value.value
                 if home.startswith(package + "."):
-                    found.add(home[len(package) + 1:])
+                    found.add(home[len(package) + 1 :])
                 elif home.startswith("."):
                     level = len(home) - len(home.lstrip("."))
                     anchor = [p for p in here if p != "__init__"][: len([p for p in here if p != "__init__"]) - (level - 1)]
@@ -130,7 +140,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
         state[module] = "open"
         for target in sorted(edges.get(module, ())):
             if state.get(target) == "open":
-                found.append(stack[stack.index(target):] + [target])
+                found.append(stack[stack.index(target) :] + [target])
             elif target not in state:
                 visit(target, stack + [target])
         state[module] = "done"
@@ -152,8 +162,13 @@ def test_no_stage_imports_a_higher_one():
 
 def test_independent_stages_do_not_import_each_other():
     edges = graph(PACKAGE, "mirror")
-    found = sorted(f"{m} -> {t} ({why})" for m, targets in edges.items() for t in targets
-                   for low, high, why in INDEPENDENT if m.split(".")[0] == low and t.split(".")[0] == high)
+    found = sorted(
+        f"{m} -> {t} ({why})"
+        for m, targets in edges.items()
+        for t in targets
+        for low, high, why in INDEPENDENT
+        if m.split(".")[0] == low and t.split(".")[0] == high
+    )
     assert found == []
 
 

@@ -56,8 +56,12 @@ def probed(tmp_path_factory):
         site.add("/photo.png", solid_png(40, 30, (20, 120, 40)), content_type="image/png")
         db, _ = fetch_urls(folder, [styled, story], retries=0, workers=1)
     writer = warc.CaptureWriter(folder / "archive")
-    first, full = writer.write_many([warc.Derived(f"urn:screenshot:{story}", "image/png", solid_png(64, 40, (1, 2, 3))),
-                                     warc.Derived(f"urn:screenshot-full:{story}", "image/png", solid_png(64, 80, (1, 2, 3)))])
+    first, full = writer.write_many(
+        [
+            warc.Derived(f"urn:screenshot:{story}", "image/png", solid_png(64, 40, (1, 2, 3))),
+            warc.Derived(f"urn:screenshot-full:{story}", "image/png", solid_png(64, 80, (1, 2, 3))),
+        ]
+    )
     writer.close()
     full_columns = {k: v for k, v in warc_values(full, "full_screenshot_").items() if not k.endswith("_file")}
     db["pages"].update(story, warc_values(first, "screenshot_") | full_columns)
@@ -221,8 +225,11 @@ def plain_datasette(probed, tmp_path_factory):
     config.write_text(json.dumps(settings))
     option = "--metadata" if __version__.startswith("0.") else "--config"
     datasette = Path(sys.executable).with_name("datasette")
-    server = subprocess.Popen([str(datasette), str(probed["archive"] / "mirror.db"), "--port", str(port), option, str(config)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [str(datasette), str(probed["archive"] / "mirror.db"), "--port", str(port), option, str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     root = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -266,7 +273,8 @@ def test_a_bad_allow_hosts_setting_is_a_clear_error(probed, tmp_path):
     config.write_text(json.dumps({"plugins": {"mirror": {"allow_hosts": {"name": 1}}}}))
     option = "--metadata" if __version__.startswith("0.") else "--config"
     datasette = Path(sys.executable).with_name("datasette")
-    result = subprocess.run([str(datasette), str(probed["archive"] / "mirror.db"), option, str(config), "--get", "/"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(datasette), str(probed["archive"] / "mirror.db"), option, str(config), "--get", "/"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "allow_hosts setting must be a host name or a list of them" in result.stdout + result.stderr

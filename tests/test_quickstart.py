@@ -34,7 +34,7 @@ PAGES = {
 
 def quick_start() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Quick start"):]
+    section = text[text.index("## Quick start") :]
     return re.search(r"```sh\n(.*?)```", section, re.S)[1]
 
 
@@ -46,12 +46,42 @@ def make_certificates(folder: Path, hosts: list[str]) -> tuple[Path, Path, Path]
     """A CA, and a certificate it signed for `hosts`."""
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make the test web's certificates")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=mirror test CA",
-             "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=mirror test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        cwd=folder,
+    )
     (folder / "san.cnf").write_text("subjectAltName=" + ",".join(f"DNS:{h}" for h in hosts) + "\n")
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={hosts[0]}", "-keyout", "site.key", "-out", "site.csr", cwd=folder)
-    _openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-             "-extfile", "san.cnf", "-out", "site.pem", cwd=folder)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "site.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.cnf",
+        "-out",
+        "site.pem",
+        cwd=folder,
+    )
     return folder / "ca.pem", folder / "site.pem", folder / "site.key"
 
 
@@ -103,9 +133,13 @@ def test_the_readme_quick_start_works_verbatim(tmp_path):
         with DNSServer("127.0.0.1") as dns:
             dns.zone.addresses.update({host: ["127.0.0.1"] for host in hosts})
             env = {k: v for k, v in os.environ.items() if k != "MIRROR_ARCHIVE"} | {
-                "MIRROR_NAMESERVERS": dns.nameserver, "SSL_CERT_FILE": str(ca), "BROWSER": "true"}
-            process = subprocess.Popen(["bash", "-e", "-c", script], cwd=folder, env=env, text=True,
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                "MIRROR_NAMESERVERS": dns.nameserver,
+                "SSL_CERT_FILE": str(ca),
+                "BROWSER": "true",
+            }
+            process = subprocess.Popen(
+                ["bash", "-e", "-c", script], cwd=folder, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            )
             try:
                 page = _wait_for_serve(process)
             finally:

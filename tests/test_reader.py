@@ -109,7 +109,7 @@ def built(tmp_path_factory) -> dict:
         urls = {"shot": web.add("/shot", article("Rendered with a screenshot", "这一页在浏览器里渲染过。"))}
         urls["reading"] = web.add(
             "/reading",
-            f'<html><head><title>{TITLE}</title></head><body><article><h1>{TITLE}</h1>'
+            f"<html><head><title>{TITLE}</title></head><body><article><h1>{TITLE}</h1>"
             "<p>A paragraph about zebras, long enough to be an article that trafilatura keeps as it is.</p>"
             '<p><img src="/pic.png" alt="a wide picture"></p></article></body></html>'.encode(),
         )
@@ -136,8 +136,15 @@ def built(tmp_path_factory) -> dict:
             archive.save_extraction(  # the article as Markdown; its picture is fetched by the next run
                 urls["reading"],
                 Extraction(
-                    status=PageStatus.ARCHIVED, kind="html", title=TITLE, date="2024-03-05", sitename="Reading Test Site",
-                    text=re.sub(r"[#>|`*\-]", " ", markdown), markdown=markdown, word_count=200, images=[picture],
+                    status=PageStatus.ARCHIVED,
+                    kind="html",
+                    title=TITLE,
+                    date="2024-03-05",
+                    sitename="Reading Test Site",
+                    text=re.sub(r"[#>|`*\-]", " ", markdown),
+                    markdown=markdown,
+                    word_count=200,
+                    images=[picture],
                 ),
             )
             write(*everything, "moved")  # ends at card1, archived before: a duplicate
@@ -366,9 +373,11 @@ def test_home_grid_has_no_gaps(built, root, open_page, artifacts):
 
 
 def test_home_says_which_pages_no_reading_list_links(built, root, open_page):
-    unlinked = built["db"].execute(
-        "select count(*) from pages where status = 'pending' and not exists (select 1 from links where links.url = pages.url)"
-    ).fetchone()[0]
+    unlinked = (
+        built["db"]
+        .execute("select count(*) from pages where status = 'pending' and not exists (select 1 from links where links.url = pages.url)")
+        .fetchone()[0]
+    )
     assert unlinked == 2
     page = open_page()
     page.goto(root + "/")

@@ -66,7 +66,10 @@ def test_search_show_and_serve_work_on_a_read_only_archive(read_only_archive, tm
         port = probe.getsockname()[1]
     server = subprocess.Popen(
         [sys.executable, "-m", "mirror", "serve", "--port", str(port), *archive],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         page = _get(f"http://127.0.0.1:{port}/-/mirror/page/1", server)

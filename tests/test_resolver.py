@@ -46,9 +46,12 @@ def test_names_without_an_answer_are_deferred_and_the_next_run_asks_again(tmp_pa
 
 
 def test_a_reference_to_the_page_itself_is_never_fetched(tmp_path, web):
-    page = article("自指", '<svg><rect style="clip-path: url(#clip)"/></svg><img src=""><a href="#top">top</a>'
-                           '<span style="background: url()">x</span><link rel="stylesheet" href="#x">')
-    url = web.add("/self", page.replace(b"<head>", b'<head><style>.a{fill:url(#g)}</style>'))
+    page = article(
+        "自指",
+        '<svg><rect style="clip-path: url(#clip)"/></svg><img src=""><a href="#top">top</a>'
+        '<span style="background: url()">x</span><link rel="stylesheet" href="#x">',
+    )
+    url = web.add("/self", page.replace(b"<head>", b"<head><style>.a{fill:url(#g)}</style>"))
     db, _ = fetch(tmp_path, [url])
     assert db["pages"].get(url)["status"] == "archived"
     assert web.recorder.hits["/self"] == 1
@@ -62,8 +65,12 @@ def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
     for i in range(6):
         web.add(f"/own{i}.png", PNG, content_type="image/png")
     host = f"127.0.0.1:{web.port}"
-    images = [f"http://{host}/own0.png", f"http://user@{host}/own1.png", f"http://{host.upper()}/own2.png",
-              *(f"http://{host}/own{i}.png" for i in range(3, 6))]
+    images = [
+        f"http://{host}/own0.png",
+        f"http://user@{host}/own1.png",
+        f"http://{host.upper()}/own2.png",
+        *(f"http://{host}/own{i}.png" for i in range(3, 6)),
+    ]
     url = web.add("/own-page", with_images(*images))
     fetch(tmp_path, [url], delay=delay)
     starts = sorted(t for _, t in web.recorder.starts)
@@ -72,8 +79,11 @@ def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
 
 
 def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, web):
-    body = ("<html><head><meta charset=gb2312><title>流水线并行</title></head><body><article>"
-            + "<p>流水线并行把模型按层切成几段，每段放在一张卡上，微批次依次流过各段。</p>" * 400 + "</article></body></html>").encode("gb18030")
+    body = (
+        "<html><head><meta charset=gb2312><title>流水线并行</title></head><body><article>"
+        + "<p>流水线并行把模型按层切成几段，每段放在一张卡上，微批次依次流过各段。</p>" * 400
+        + "</article></body></html>"
+    ).encode("gb18030")
     bad = body[:7707] + b"\xff\xfe" + body[7709:39365] + b"\x81" + body[39366:]
     url = web.add("/gb2312", bad, content_type="text/html; charset=gb2312")
     db, _ = fetch(tmp_path, [url])
@@ -89,8 +99,18 @@ async def looking_ahead(folder, timeout: float = 5):
     from mirror.warc import CaptureWriter
 
     writer = CaptureWriter(folder)
-    client = Client(writer, concurrency=8, per_host=4, delay=0, timeout=timeout, max_bytes=1_000_000, max_redirects=3,
-                    headers={"User-Agent": "mirror-test"}, cookies=None, look_ahead=True)
+    client = Client(
+        writer,
+        concurrency=8,
+        per_host=4,
+        delay=0,
+        timeout=timeout,
+        max_bytes=1_000_000,
+        max_redirects=3,
+        headers={"User-Agent": "mirror-test"},
+        cookies=None,
+        look_ahead=True,
+    )
     try:
         yield client
     finally:
@@ -111,12 +131,20 @@ def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path,
     dns.zone.nxdomain.add("gone-cdn.test")
     web.add("/img.png", PNG, content_type="image/png")
     port = web.port
-    url = web.add("/early", article("早", f'<img src="http://early-cdn.test:{port}/img.png" alt="x">'
-                                         f'<img data-actualsrc="//lazy-cdn.test:{port}/img.png">'
-                                         f'<img src="http://gone-cdn.test:{port}/img.png">'
-                                         f'<a href="http://linked-site.test/elsewhere">elsewhere</a>').replace(
-        b"<head>", f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'
-                   f'<link rel="canonical" href="http://canon-site.test/early">'.encode()))
+    url = web.add(
+        "/early",
+        article(
+            "早",
+            f'<img src="http://early-cdn.test:{port}/img.png" alt="x">'
+            f'<img data-actualsrc="//lazy-cdn.test:{port}/img.png">'
+            f'<img src="http://gone-cdn.test:{port}/img.png">'
+            f'<a href="http://linked-site.test/elsewhere">elsewhere</a>',
+        ).replace(
+            b"<head>",
+            f'<head><link rel="stylesheet" href="http://style-cdn.test:{port}/s.css">'
+            f'<link rel="canonical" href="http://canon-site.test/early">'.encode(),
+        ),
+    )
 
     async def go():
         async with looking_ahead(tmp_path) as client:

@@ -97,18 +97,53 @@ def docs(corpus_db):
 
 QUERIES = [
     # Chinese: 1, 2, 3 and 4 characters, common and rare, and absent
-    "的", "股", "鞠", "记者", "手机", "延迟", "显存", "互联网", "工程师", "人工智能", "新冠肺炎", "显存优化",
+    "的",
+    "股",
+    "鞠",
+    "记者",
+    "手机",
+    "延迟",
+    "显存",
+    "互联网",
+    "工程师",
+    "人工智能",
+    "新冠肺炎",
+    "显存优化",
     # Japanese kana
     "です",
     # English: case-insensitive words, prefixes, phrases
-    "the", "Python", "FACEBOOK", "comput*", "Face*", '"machine learning"', '"open source"', '"the first"', '"Twitter Lite"',
+    "the",
+    "Python",
+    "FACEBOOK",
+    "comput*",
+    "Face*",
+    '"machine learning"',
+    '"open source"',
+    '"the first"',
+    '"Twitter Lite"',
     # mixed: all terms must match
-    "Python 数据", "Facebook 隐私", "Galaxy 三星", "5G 手机",
+    "Python 数据",
+    "Facebook 隐私",
+    "Galaxy 三星",
+    "5G 手机",
     # FTS syntax typed by a person: treated as plain words
-    '"unbalanced', "NEAR", "python NEAR java", "(python", "Megatron-LM", "C++", "-python", "title:python",
-    "AND", "python OR java", "a*b", '"中国"', '"中 国"', "*",
+    '"unbalanced',
+    "NEAR",
+    "python NEAR java",
+    "(python",
+    "Megatron-LM",
+    "C++",
+    "-python",
+    "title:python",
+    "AND",
+    "python OR java",
+    "a*b",
+    '"中国"',
+    '"中 国"',
+    "*",
     # empty
-    "", "   ",
+    "",
+    "   ",
 ]
 
 
@@ -224,9 +259,21 @@ def test_a_word_in_most_articles_ranks_the_newest_matches_only(tmp_path, monkeyp
     urls = [f"https://site{i % 2}.example/{i}" for i in range(30)]
     with Archive(tmp_path / "archive") as archive:
         archive.record_inventory(links_from_urls(urls))
-        archive.save_extractions([(url, Extraction(status="archived", kind="html", title=f"common {i}", sitename=f"site{i % 2}.example",
-                                                   text=f"common word in article {i}. " + "filler " * (i % 7)))
-                                  for i, url in enumerate(urls)])
+        archive.save_extractions(
+            [
+                (
+                    url,
+                    Extraction(
+                        status="archived",
+                        kind="html",
+                        title=f"common {i}",
+                        sitename=f"site{i % 2}.example",
+                        text=f"common word in article {i}. " + "filler " * (i % 7),
+                    ),
+                )
+                for i, url in enumerate(urls)
+            ]
+        )
         db = archive.db
         everything = [hit.id for hit in search_query.search(db, "common", limit=30)]
         assert len(everything) == 30
@@ -306,8 +353,13 @@ def test_mirror_search_as_a_process_prints_every_hit_and_loads_no_more_than_it_n
 
     expected = search(sqlite_utils.Database(corpus_archive / "mirror.db"), "的", limit=20)
     assert len(expected) == 20
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "mirror", "search", "的", *options, "--archive", str(corpus_archive)],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mirror", "search", "的", *options, "--archive", str(corpus_archive)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     imported = _imported(result)
     assert "mirror.search.query" in imported
@@ -319,8 +371,12 @@ def test_mirror_search_as_a_process_prints_every_hit_and_loads_no_more_than_it_n
             assert f"(mirror show {hit.id})" in result.stdout and f"{n}. " in result.stdout
         assert "\x1b" not in result.stdout  # not a terminal: no styles
     # a reader that stops reading: no traceback, no complaint
-    reader = subprocess.Popen([sys.executable, "-m", "mirror", "search", "的", "--limit", "200", *options, "--archive", str(corpus_archive)],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "mirror", "search", "的", "--limit", "200", *options, "--archive", str(corpus_archive)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     reader.stdout.read(10)
     reader.stdout.close()
     assert reader.wait(timeout=120) in (0, 1, -13) and b"Traceback" not in reader.stderr.read()
@@ -333,8 +389,9 @@ def test_mirror_search_reads_its_options_and_says_what_is_wrong_with_them(corpus
     import sys
 
     def run(*args: str):
-        return subprocess.run([sys.executable, "-X", "importtime", "-m", "mirror", "search", *args], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mirror", "search", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
 
     quick = run("的", "--limit", "3", "--archive", str(corpus_archive))
     assert quick.returncode == 0 and quick.stdout.count("(mirror show ") == 3
@@ -428,7 +485,12 @@ def test_mirror_search_says_when_its_output_cannot_be_written(corpus_archive, tm
 
     run = lambda *args, **options: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "mirror", "search", "的", *args, "--archive", str(corpus_archive)],
-        cwd=tmp_path, capture_output="stdout" not in options, timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, **options)
+        cwd=tmp_path,
+        capture_output="stdout" not in options,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+        **options,
+    )
     if Path("/dev/full").exists():  # (Linux) a full disk
         for options in ((), ("--json",)):
             with open("/dev/full", "w") as full:
@@ -437,13 +499,23 @@ def test_mirror_search_says_when_its_output_cannot_be_written(corpus_archive, tm
     if Path("/dev/full").exists():  # `mirror show` too (rich writes it)
         page = str(next(sqlite_utils.Database(corpus_archive / "mirror.db").query("select id from pages where text != '' limit 1"))["id"])
         with open("/dev/full", "w") as full:
-            shown = subprocess.run([sys.executable, "-m", "mirror", "show", page, "--archive", str(corpus_archive)],
-                                   cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, timeout=120)
+            shown = subprocess.run(
+                [sys.executable, "-m", "mirror", "show", page, "--archive", str(corpus_archive)],
+                cwd=tmp_path,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=120,
+            )
         assert shown.returncode == 120 and b"could not be written" in shown.stderr and b"Traceback" not in shown.stderr, shown.stderr[-500:]
     result = run(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert result.returncode == 0 and not result.stderr
-    ascii_only = subprocess.run([sys.executable, "-m", "mirror", "search", "的", "--archive", str(corpus_archive)], cwd=tmp_path,
-                                capture_output=True, timeout=120, env=os.environ | {"PYTHONIOENCODING": "ascii"})
+    ascii_only = subprocess.run(
+        [sys.executable, "-m", "mirror", "search", "的", "--archive", str(corpus_archive)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        env=os.environ | {"PYTHONIOENCODING": "ascii"},
+    )
     assert ascii_only.returncode == 1 and b"PYTHONIOENCODING=utf-8" in ascii_only.stderr and b"Traceback" not in ascii_only.stderr
 
 

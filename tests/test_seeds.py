@@ -71,8 +71,11 @@ def test_url_glued_to_latin_word_gets_repair_candidates(inventory):
 
 def test_seed_002_has_eleven_latin_glued_urls(inventory):
     glued = [
-        l for l in inventory.links
-        if l.seed == f"seeds/{S002}" and l.candidates and l.url_as_written.rstrip("/").rsplit("/", 1)[-1][-1:].isalpha()
+        l
+        for l in inventory.links
+        if l.seed == f"seeds/{S002}"
+        and l.candidates
+        and l.url_as_written.rstrip("/").rsplit("/", 1)[-1][-1:].isalpha()
         and any(ch.isupper() for ch in l.url_as_written.rsplit("/", 1)[-1])
     ]
     written = {l.url_as_written for l in glued}
@@ -191,9 +194,7 @@ def test_front_matter_is_not_a_section(inventory):
 
 def test_weixin_query_article_keeps_identifying_parameters(inventory):
     link = one(inventory, S004, 112)
-    assert link.url == (
-        "https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&idx=1&mid=2650750181&sn=156dac3c5646143fc2577972f1506836"
-    )
+    assert link.url == ("https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&idx=1&mid=2650750181&sn=156dac3c5646143fc2577972f1506836")
 
 
 # --- other inputs ------------------------------------------------------------
@@ -204,13 +205,17 @@ def test_a_bookmark_folder_of_thousands_keeps_every_link(tmp_path):
     HTML parser stopped reading without a word (a folder of 300 kept 251). The closing tags are
     added by patterns CPython 3.11.2 (Debian 12's python3) reads as every 3.11 does: a folder of
     3,000 kept 251 there when they repeated possessively."""
-    entries = "".join(f'<DT><A HREF="https://example.com/{i}" ADD_DATE="1700000000" ICON="data:image/png;base64,iVBO">第 {i} 篇</A>\n'
-                      for i in range(3000))
+    entries = "".join(
+        f'<DT><A HREF="https://example.com/{i}" ADD_DATE="1700000000" ICON="data:image/png;base64,iVBO">第 {i} 篇</A>\n' for i in range(3000)
+    )
     bookmarks = tmp_path / "bookmarks.html"
-    bookmarks.write_text("<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<!-- This is an automatically generated file.\n"
-                         "     It will be read and overwritten.\n     DO NOT EDIT! -->\n"
-                         '<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=UTF-8">\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n'
-                         f"<DL><p>\n<DT><H3>收藏</H3>\n<DL><p>\n{entries}</DL><p>\n</DL><p>\n", encoding="utf-8")
+    bookmarks.write_text(
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<!-- This is an automatically generated file.\n"
+        "     It will be read and overwritten.\n     DO NOT EDIT! -->\n"
+        '<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=UTF-8">\n<TITLE>Bookmarks</TITLE>\n<H1>Bookmarks</H1>\n'
+        f"<DL><p>\n<DT><H3>收藏</H3>\n<DL><p>\n{entries}</DL><p>\n</DL><p>\n",
+        encoding="utf-8",
+    )
     links = read_seeds([bookmarks], base=tmp_path).links
     assert [l.url for l in links] == [f"https://example.com/{i}" for i in range(3000)]
     assert {l.section for l in links} == {"收藏"} and links[-1].title == "第 2999 篇"
@@ -250,8 +255,13 @@ def test_no_pattern_uses_what_cpython_3_11_2_gets_wrong():
     found = []
     for path in Path(mirror.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        strings = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                   for target in node.targets if isinstance(target, ast.Name) and isinstance(node.value.value, (str, bytes))}
+        strings = {
+            target.id: node.value.value
+            for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            for target in node.targets
+            if isinstance(target, ast.Name) and isinstance(node.value.value, (str, bytes))
+        }
         for call in ast.walk(tree):
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", None) in ("re", "regex")):
                 continue
@@ -322,7 +332,10 @@ def test_html_links_take_the_heading_that_ended_before_them_whichever_walk_finds
     one, two = "<a href='https://e.com/1'>1</a>", "<p><a href='https://e.com/2'>2</a></p>"
     assert sections(f"{one}<h2>A</h2>{one}<h3>B</h3>{two}") == [("https://e.com/1", None), ("https://e.com/1", "A"), ("https://e.com/2", "B")]
     assert sections(f"<h2>A</h2>{one}<h3>B <a href='https://e.com/in'>in</a></h3>{two}") == [
-        ("https://e.com/1", "A"), ("https://e.com/in", "A"), ("https://e.com/2", "B in")]
+        ("https://e.com/1", "A"),
+        ("https://e.com/in", "A"),
+        ("https://e.com/2", "B in"),
+    ]
     assert sections(f"<div><h2>A <span><h4>C</h4></span> D</h2></div>{two}") == [("https://e.com/2", "A C D")]  # (not C: it ended first)
 
 
@@ -334,7 +347,13 @@ def test_a_heading_names_its_section_by_its_first_thousand_characters():
 
     page = "<html><body><h2>" + "长" * 600 + " <b>" + "句" * 600 + "</b> 尾</h2><a href='https://e.com/1'>1</a></body></html>"
     assert parse_html(page, "s")[0].section == "长" * 600 + " " + "句" * 399
-    nested = "<html><body>" + "<h1><h2><h3><h4><h5><h6>" * 40 + "字 " * 400_000 + "</h6></h5></h4></h3></h2></h1>" * 40 + "<a href='https://e.com/2'>2</a></body></html>"
+    nested = (
+        "<html><body>"
+        + "<h1><h2><h3><h4><h5><h6>" * 40
+        + "字 " * 400_000
+        + "</h6></h5></h4></h3></h2></h1>" * 40
+        + "<a href='https://e.com/2'>2</a></body></html>"
+    )
     assert parse_html(nested, "s")[0].section == " ".join(["字"] * 500)[:999]
 
 

@@ -137,8 +137,7 @@ def test_only_changed_links_are_written_and_pages_keep_exact_seeds_and_sections(
     folder = tmp_path / "seeds"
     shutil.copytree(SEEDS, folder)
     (folder / "extra.md").write_text(
-        "# 一\n[a](https://a.example/1)\n\n## 二\n[again](https://a.example/1) https://b.example/x\n"
-        "控制\x07字符 \"引号\" https://c.example/\n",
+        '# 一\n[a](https://a.example/1)\n\n## 二\n[again](https://a.example/1) https://b.example/x\n控制\x07字符 "引号" https://c.example/\n',
         encoding="utf-8",
     )
     rnd = random.Random(5)

@@ -15,7 +15,7 @@ from mirror.store._bulk import BulkWriter
 from .conftest import SEEDS
 
 ROWS = [
-    (1, "https://a.example/", "标题 \"引号\" \\ 反斜杠", None),
+    (1, "https://a.example/", '标题 "引号" \\ 反斜杠', None),
     (2, "https://b.example/\u2028", "控制\x07字符\x1f\x7f", "😀"),
     (3, "https://c.example/", "a\x00NUL inside", ""),  # SQLite's JSON strings would end at the NUL
     (2**62, "x" * 5000, None, "é"),

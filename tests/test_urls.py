@@ -100,10 +100,22 @@ def test_normalize_is_idempotent_on_urls(url):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(http_urls(), st.text(max_size=80), st.sampled_from([
-    "https://link.zhihu.com/?target=https%3A%2F%2Fa.cn%2Fx", "http://A.B:99999/x", "https://a.b:443/%7e?b=2&a=1",
-    " https://a.b/x", "https://a.b/../c/./d", "https://www.google.com/url?q=https://x.org/",
-])))
+@given(
+    st.one_of(
+        http_urls(),
+        st.text(max_size=80),
+        st.sampled_from(
+            [
+                "https://link.zhihu.com/?target=https%3A%2F%2Fa.cn%2Fx",
+                "http://A.B:99999/x",
+                "https://a.b:443/%7e?b=2&a=1",
+                " https://a.b/x",
+                "https://a.b/../c/./d",
+                "https://www.google.com/url?q=https://x.org/",
+            ]
+        ),
+    )
+)
 def test_normalize_plain_is_normalize_of_a_fetchable_url(url):
     """The seeds' fast path: either the answer normalize() gives a fetchable URL, or no answer."""
     fast = normalize_plain(url)
@@ -151,10 +163,19 @@ def test_different_weixin_articles_never_collide(sn1, sn2, idx1, idx2, noise):
 @pytest.mark.parametrize(
     ("tracked", "plain"),
     [
-        ("https://www.baidu.com/s?ie=utf-8&tn=84053098_3_dg&wd=%E6%B5%81%E6%B0%B4%E7%BA%BF", "https://www.baidu.com/s?wd=%E6%B5%81%E6%B0%B4%E7%BA%BF"),
+        (
+            "https://www.baidu.com/s?ie=utf-8&tn=84053098_3_dg&wd=%E6%B5%81%E6%B0%B4%E7%BA%BF",
+            "https://www.baidu.com/s?wd=%E6%B5%81%E6%B0%B4%E7%BA%BF",
+        ),
         ("https://www.baidu.com/s?wd=x&rsv_spt=1&rsv_iqid=0x9&issp=1&f=8&rsv_bp=1&rsv_idx=2&oq=x&inputT=600", "https://www.baidu.com/s?issp=1&wd=x"),
-        ("https://www.bing.com/search?q=flash+attention&form=QBLH&pc=U531&sp=-1&cvid=ab12&qs=n&sc=8-15&sk=", "https://www.bing.com/search?q=flash+attention"),
-        ("https://www.google.com/search?q=triton&sourceid=chrome&ie=UTF-8&oq=trit&aqs=chrome.0.69i59j69i57", "https://www.google.com/search?q=triton"),
+        (
+            "https://www.bing.com/search?q=flash+attention&form=QBLH&pc=U531&sp=-1&cvid=ab12&qs=n&sc=8-15&sk=",
+            "https://www.bing.com/search?q=flash+attention",
+        ),
+        (
+            "https://www.google.com/search?q=triton&sourceid=chrome&ie=UTF-8&oq=trit&aqs=chrome.0.69i59j69i57",
+            "https://www.google.com/search?q=triton",
+        ),
         ("https://www.google.com.hk/search?q=triton&ei=abc&ved=0ahUKE&gs_lcp=Cgdn", "https://www.google.com.hk/search?q=triton"),
         ("https://www.sogou.com/web?query=x&_asf=www.sogou.com&_ast=&w=01019900&p=40040100&ie=utf8&sut=1", "https://www.sogou.com/web?query=x"),
         ("https://www.so.com/s?q=x&src=srp&fr=none&psid=ab12", "https://www.so.com/s?q=x"),
@@ -205,11 +226,58 @@ def test_plain_url_fast_path_agrees_with_urlsplit_on_real_links():
 
 
 _URL_PIECES = [
-    "http://", "HTTPS://", "ftp://", "Example.COM", "a-b.cn", "a.", ".", "-", "xn--fiqs8s.cn", "中文.cn", "[::1]", "[::1",
-    "user:pw@", "@", ":80", ":443", ":0", ":65535", ":65536", ":99999", ":", ":8o", ":١", "/", "/./", "/../", "/a/b/../c",
-    "/.", "?", "#", "&", "=", "%2f", "%zz", "+", "utm_source=x", "spm=1", "q=%e4%b8%ad", "b=2&a=1", "Share_Source=q", "中",
-    " ", "\t", "\n", "\x01", "\x7f", "\ud800", "\u3000", "link.zhihu.com/?target=https%3A%2F%2Fa.b%2Fc",
-    "www.google.com/url?q=https://a.b/c", "mp.weixin.qq.com/s?__biz=1&mid=2&idx=3&sn=4&chksm=5", "www.baidu.com/s?wd=x&ie=utf-8",
+    "http://",
+    "HTTPS://",
+    "ftp://",
+    "Example.COM",
+    "a-b.cn",
+    "a.",
+    ".",
+    "-",
+    "xn--fiqs8s.cn",
+    "中文.cn",
+    "[::1]",
+    "[::1",
+    "user:pw@",
+    "@",
+    ":80",
+    ":443",
+    ":0",
+    ":65535",
+    ":65536",
+    ":99999",
+    ":",
+    ":8o",
+    ":١",
+    "/",
+    "/./",
+    "/../",
+    "/a/b/../c",
+    "/.",
+    "?",
+    "#",
+    "&",
+    "=",
+    "%2f",
+    "%zz",
+    "+",
+    "utm_source=x",
+    "spm=1",
+    "q=%e4%b8%ad",
+    "b=2&a=1",
+    "Share_Source=q",
+    "中",
+    " ",
+    "\t",
+    "\n",
+    "\x01",
+    "\x7f",
+    "\ud800",
+    "\u3000",
+    "link.zhihu.com/?target=https%3A%2F%2Fa.b%2Fc",
+    "www.google.com/url?q=https://a.b/c",
+    "mp.weixin.qq.com/s?__biz=1&mid=2&idx=3&sn=4&chksm=5",
+    "www.baidu.com/s?wd=x&ie=utf-8",
 ]
 
 
@@ -219,18 +287,21 @@ def test_plain_url_fast_path_agrees_with_urlsplit_on_any_url(url):
     assert _identity(url) == _identity_by_urlsplit(url)
 
 
-@pytest.mark.parametrize("written, base, resolved", [
-    ("/img/a.png#x", "https://e.example/p/1", "https://e.example/img/a.png"),
-    ("  b.css ", "https://e.example/p/1", "https://e.example/p/b.css"),
-    ("//cdn.example/c.png", "http://e.example/", "http://cdn.example/c.png"),
-    ("HTTPS://E.example/d", "", "HTTPS://E.example/d"),
-    ("#top", "https://e.example/p", None),
-    ("", "https://e.example/p", None),
-    ("data:image/png;base64,iVBO", "https://e.example/", None),
-    ("javascript:alert(1)", "https://e.example/", None),
-    ("http://[oops/", "https://e.example/", None),
-    ("/\ud800.png", "https://e.example/", "https://e.example/\ufffd.png"),
-])
+@pytest.mark.parametrize(
+    "written, base, resolved",
+    [
+        ("/img/a.png#x", "https://e.example/p/1", "https://e.example/img/a.png"),
+        ("  b.css ", "https://e.example/p/1", "https://e.example/p/b.css"),
+        ("//cdn.example/c.png", "http://e.example/", "http://cdn.example/c.png"),
+        ("HTTPS://E.example/d", "", "HTTPS://E.example/d"),
+        ("#top", "https://e.example/p", None),
+        ("", "https://e.example/p", None),
+        ("data:image/png;base64,iVBO", "https://e.example/", None),
+        ("javascript:alert(1)", "https://e.example/", None),
+        ("http://[oops/", "https://e.example/", None),
+        ("/\ud800.png", "https://e.example/", "https://e.example/\ufffd.png"),
+    ],
+)
 def test_a_reference_is_resolved_against_its_page_to_a_web_url_or_none(written, base, resolved):
     """One function for a page's links, images and stylesheets, as a browser resolves them."""
     assert urls.web_url(written, base) == resolved

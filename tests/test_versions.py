@@ -108,17 +108,38 @@ def test_a_deleted_page_is_gone_stays_searchable_and_is_marked(cli, tmp_path, we
     assert "gone" in cli("search", "蓝鲸").output
 
 
-@pytest.mark.parametrize("kind, answer", [
-    ("zhihu", (200, "<html><head><title>知乎</title></head><body><div>你似乎来到了没有知识存在的荒原</div>"
-                    "<a href='/'>去往首页</a></body></html>".encode())),
-    ("wechat deleted", (200, "<html><body><div id=js_content><p>该内容已被发布者删除</p></div></body></html>".encode())),
-    ("wechat violation", (200, "<html><body><p>此内容因违规无法查看</p></body></html>".encode())),
-    ("cnblogs", (200, "<html><head><title>博客园</title></head><body><p>抱歉！您访问的博文不存在或已被删除</p></body></html>".encode())),
-    ("not found in a 200", (200, b"<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1>"
-                                 b"<p>The requested URL was not found on this server.</p></body></html>")),
-    ("parked", (200, b"<html><head><title>example.test</title></head><body><h1>This domain may be for sale</h1>"
-                     b"<p>Buy this domain today.</p></body></html>")),
-])
+@pytest.mark.parametrize(
+    "kind, answer",
+    [
+        (
+            "zhihu",
+            (
+                200,
+                "<html><head><title>知乎</title></head><body><div>你似乎来到了没有知识存在的荒原</div>"
+                "<a href='/'>去往首页</a></body></html>".encode(),
+            ),
+        ),
+        ("wechat deleted", (200, "<html><body><div id=js_content><p>该内容已被发布者删除</p></div></body></html>".encode())),
+        ("wechat violation", (200, "<html><body><p>此内容因违规无法查看</p></body></html>".encode())),
+        ("cnblogs", (200, "<html><head><title>博客园</title></head><body><p>抱歉！您访问的博文不存在或已被删除</p></body></html>".encode())),
+        (
+            "not found in a 200",
+            (
+                200,
+                b"<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1>"
+                b"<p>The requested URL was not found on this server.</p></body></html>",
+            ),
+        ),
+        (
+            "parked",
+            (
+                200,
+                b"<html><head><title>example.test</title></head><body><h1>This domain may be for sale</h1>"
+                b"<p>Buy this domain today.</p></body></html>",
+            ),
+        ),
+    ],
+)
 def test_soft_404s_keep_the_good_copy(cli, tmp_path, web, kind, answer):
     good = article("好好的文章", "这是被存下来的正文。")
     url = fetched(cli, web, "/soft", good)
@@ -295,7 +316,12 @@ def test_an_unanswered_resolver_never_makes_pages_gone(cli, tmp_path, web, dns):
 def test_a_short_article_whose_title_names_a_notice_is_archived(cli, tmp_path, web):
     url = fetched(cli, web, "/vue", article("解决 Vue 路由刷新后页面不存在的问题", "history 模式下刷新会 404，要在服务器上配置回退到 index.html。"))
     assert db_of(tmp_path)["pages"].get(url)["status"] == "archived"
-    titled = fetched(cli, web, "/mdn", b"<html><head><title>404 Not Found - HTTP status codes</title></head><body><article>"
-                     b"<p>The HTTP 404 Not Found client error response status code indicates that the server cannot find the "
-                     b"requested resource. Links that lead to a 404 page are often called broken or dead links.</p></article></body></html>")
+    titled = fetched(
+        cli,
+        web,
+        "/mdn",
+        b"<html><head><title>404 Not Found - HTTP status codes</title></head><body><article>"
+        b"<p>The HTTP 404 Not Found client error response status code indicates that the server cannot find the "
+        b"requested resource. Links that lead to a 404 page are often called broken or dead links.</p></article></body></html>",
+    )
     assert db_of(tmp_path)["pages"].get(titled)["status"] == "archived"

@@ -19,9 +19,11 @@ from .test_browser import chromium_or_skip
 from .test_reader import artifacts, browser, open_page, root  # noqa: F401 - the reader's fixtures, on this module's archive
 from .webserver import HostileServer, article
 
-EN_1 = ("<html><head><title>Attention is all you need</title></head><body><article><h1>Attention</h1><p>"
-        + "The Transformer uses self-attention to draw global dependencies between input and output. " * 3
-        + "</p><p>We trained the base model on eight GPUs for twelve hours.</p></article></body></html>")
+EN_1 = (
+    "<html><head><title>Attention is all you need</title></head><body><article><h1>Attention</h1><p>"
+    + "The Transformer uses self-attention to draw global dependencies between input and output. " * 3
+    + "</p><p>We trained the base model on eight GPUs for twelve hours.</p></article></body></html>"
+)
 EN_2 = EN_1.replace("eight GPUs for twelve hours", "sixteen TPUs for three days").replace("global dependencies", "long-range dependencies")
 ZH_1 = article("闪电注意力", "分块计算让显存访问减少了很多。")
 ZH_2 = article("闪电注意力", "分块计算让显存读写减少了很多，速度提升两倍。")
@@ -37,8 +39,12 @@ def built(tmp_path_factory) -> dict:
     seeds = folder / "seeds"
     seeds.mkdir()
     with HostileServer() as web:
-        urls = {"en": web.add("/en", EN_1.encode()), "zh": web.add("/zh", ZH_1),
-                "gone": web.add("/gone", article("会被删除的文章")), "soft": web.add("/soft", article("会变成软404的文章"))}
+        urls = {
+            "en": web.add("/en", EN_1.encode()),
+            "zh": web.add("/zh", ZH_1),
+            "gone": web.add("/gone", article("会被删除的文章")),
+            "soft": web.add("/soft", article("会变成软404的文章")),
+        }
         (seeds / "注意力.md").write_text("# 注意力\n" + "".join(f"- [{k}]({u})\n" for k, u in urls.items()), encoding="utf-8")
         options = dict(delay=0, retries=0, workers=1, timeout=10)
         with Archive(folder / "archive") as archive, archive.lock():

@@ -302,11 +302,14 @@ def _cookies(h, hit, parts):
 
 
 def _zhihu_403(h, hit, parts):
-    h.send(403, '<html><head><title>安全验证 - 知乎</title></head><body>系统监测到您的网络环境存在异常</body></html>'.encode())
+    h.send(403, "<html><head><title>安全验证 - 知乎</title></head><body>系统监测到您的网络环境存在异常</body></html>".encode())
 
 
 def _weixin_verify(h, hit, parts):
-    h.send(200, '<html><body><div class="weui-msg"><p>环境异常</p><p>当前环境异常，完成验证后即可继续访问。</p><a>去验证</a></div></body></html>'.encode())
+    h.send(
+        200,
+        '<html><body><div class="weui-msg"><p>环境异常</p><p>当前环境异常，完成验证后即可继续访问。</p><a>去验证</a></div></body></html>'.encode(),
+    )
 
 
 def _cloudflare(h, hit, parts):
@@ -314,8 +317,11 @@ def _cloudflare(h, hit, parts):
 
 
 def _login_wall(h, hit, parts):
-    h.send(200, b'<html><head><title>Sign in</title></head><body><form action="/session"><input name="user">'
-           b'<input type="password" name="pw"><button>Sign in</button></form></body></html>')
+    h.send(
+        200,
+        b'<html><head><title>Sign in</title></head><body><form action="/session"><input name="user">'
+        b'<input type="password" name="pw"><button>Sign in</button></form></body></html>',
+    )
 
 
 def _etag(h, hit, parts):

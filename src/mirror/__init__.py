@@ -23,7 +23,15 @@ __version__ = "0.1.0"
 
 # The public names, imported on first use: `mirror search` starts without loading the
 # seed parser (courlan) or the fetcher.
-__getattr__ = lazy_exports(__name__, {
-    "Link": "._types", "Inventory": ".seeds", "SeedError": ".seeds", "read_seeds": ".seeds",
-    "Archive": ".store", "ArchiveError": ".store", "normalize": ".seeds",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Link": "._types",
+        "Inventory": ".seeds",
+        "SeedError": ".seeds",
+        "read_seeds": ".seeds",
+        "Archive": ".store",
+        "ArchiveError": ".store",
+        "normalize": ".seeds",
+    },
+)

@@ -69,8 +69,5 @@ def ensure_index(db: sqlite_utils.Database) -> bool:
         if [c.name for c in db[FTS_TABLE].columns] == list(INDEX_COLUMNS) and "content=''" in sql.replace(" ", ""):
             return False
         db.execute(f"drop table {FTS_TABLE}")
-    db.execute(
-        f"create virtual table {FTS_TABLE} using fts5("
-        f"{', '.join(INDEX_COLUMNS)}, content='', tokenize = 'unicode61 remove_diacritics 2')"
-    )
+    db.execute(f"create virtual table {FTS_TABLE} using fts5({', '.join(INDEX_COLUMNS)}, content='', tokenize = 'unicode61 remove_diacritics 2')")
     return True

@@ -32,9 +32,7 @@ FETCHABLE_SCHEMES = frozenset({"http", "https"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Parameters courlan does not know, seen on the user's Chinese sites.
-_EXTRA_TRACKERS = re.compile(
-    r"^(?:spm(?:_id_from)?|vd_source|from_source|search_source|s_r|wechatshare|share_.*)$"
-)
+_EXTRA_TRACKERS = re.compile(r"^(?:spm(?:_id_from)?|vd_source|from_source|search_source|s_r|wechatshare|share_.*)$")
 # Parameters that identify content even though courlan's tracker list matches them.
 _CONTENT_PARAMS = frozenset({"keyword", "keywords", "kw", "q", "query", "wd", "word"})
 # mp.weixin.qq.com/s?__biz=..&mid=..&idx=..&sn=.. : only these name the article.
@@ -45,16 +43,23 @@ _WEIXIN_PARAMS = frozenset({"__biz", "mid", "idx", "sn"})
 # user, the input encoding, the suggestion clicked or the session go, so one search is
 # one page. (host pattern, search path pattern, parameters to drop)
 _SEARCH_ENGINES = (
-    (r"(www\.|m\.)?baidu\.com", r"/(s|baidu)",
-     r"tn|ie|oe|f|rsf|rsp|oq|inputt|rqlang|rqid|usm|ch|fenlei|sa|bs|prefixsug|sugsid|rsv_.*|_ss|cl|from"),
-    (r"((www|cn|global)\.)?bing\.com", r"/(search|images/search|news/search)",
-     r"form|pc|qs|sp|sc|cvid|sk|ghc|lq|pq|ghsh|ghacc|ghpl|ensearch|mkt|ocid|rdr|rdrig"),
-    (r"(www\.)?google(\.com?)?(\.[a-z]{2})?", r"/(search|webhp)?",
-     r"sourceid|ie|oe|oq|aqs|ei|ved|uact|gs_.*|sclient|client|rlz|bih|biw|sxsrf|source|sa|dpr|sca_.*|iflsig|fbs|prmd"),
-    (r"(www\.|weixin\.|m\.)?sogou\.com", r"/(web|sogou|weixin|link)",
-     r"ie|_asf|_ast|w|p|sut|sst0|lkt|sugsuv|sugtime|oq|ri|sourceid|s_from|_sug_|_sug_type_|pid|from"),
-    (r"(www\.|m\.)?so\.com", r"/s",
-     r"src|fr|psid|ssid|ie|nlpv|eci|ls|sug_pos|sug|pq|mid|cp|adv_t"),
+    (r"(www\.|m\.)?baidu\.com", r"/(s|baidu)", r"tn|ie|oe|f|rsf|rsp|oq|inputt|rqlang|rqid|usm|ch|fenlei|sa|bs|prefixsug|sugsid|rsv_.*|_ss|cl|from"),
+    (
+        r"((www|cn|global)\.)?bing\.com",
+        r"/(search|images/search|news/search)",
+        r"form|pc|qs|sp|sc|cvid|sk|ghc|lq|pq|ghsh|ghacc|ghpl|ensearch|mkt|ocid|rdr|rdrig",
+    ),
+    (
+        r"(www\.)?google(\.com?)?(\.[a-z]{2})?",
+        r"/(search|webhp)?",
+        r"sourceid|ie|oe|oq|aqs|ei|ved|uact|gs_.*|sclient|client|rlz|bih|biw|sxsrf|source|sa|dpr|sca_.*|iflsig|fbs|prmd",
+    ),
+    (
+        r"(www\.|weixin\.|m\.)?sogou\.com",
+        r"/(web|sogou|weixin|link)",
+        r"ie|_asf|_ast|w|p|sut|sst0|lkt|sugsuv|sugtime|oq|ri|sourceid|s_from|_sug_|_sug_type_|pid|from",
+    ),
+    (r"(www\.|m\.)?so\.com", r"/s", r"src|fr|psid|ssid|ie|nlpv|eci|ls|sug_pos|sug|pq|mid|cp|adv_t"),
     (r"(html\.)?duckduckgo\.com", r"/(html/?)?", r"t|ia|atb|iax"),
 )
 _SEARCH_ENGINES_RE = [(re.compile(h), re.compile(path), re.compile(f"^(?:{drop})$")) for h, path, drop in _SEARCH_ENGINES]
@@ -91,7 +96,7 @@ def site_of(url: str) -> str:
     host = (urlsplit(url).hostname or "").lower()
     for prefix in ("www.", "m.", "amp.", "mobile."):
         if host.startswith(prefix):
-            return host[len(prefix):]
+            return host[len(prefix) :]
     return host
 
 
@@ -217,7 +222,7 @@ def _scheme(url: str) -> str | None:
         return None
     scheme = match[1].lower()
     # "localhost:8000/x" or "example.com:8080" are hosts with ports, not schemes
-    if "." in scheme or re.match(r"\d+(/|$)", url[match.end():]):
+    if "." in scheme or re.match(r"\d+(/|$)", url[match.end() :]):
         return None
     return scheme
 

@@ -50,4 +50,4 @@ def changed_fraction(before: str | None, after: str | None) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _shingles(text: str) -> frozenset[str]:
-    return frozenset(text[i:i + SHINGLE] for i in range(max(1, len(text) - SHINGLE + 1)))
+    return frozenset(text[i : i + SHINGLE] for i in range(max(1, len(text) - SHINGLE + 1)))

@@ -23,11 +23,35 @@ if TYPE_CHECKING:
     from .routes import BrowserRequest, Served
     from .visit import Rendered
 
-__all__ = ["BrowserMode", "BrowserRequest", "CaptureKind", "RenderError", "Rendered", "Renderer", "Served", "better", "default_tabs",
-           "evidence", "find_chromium", "resolve"]
+__all__ = [
+    "BrowserMode",
+    "BrowserRequest",
+    "CaptureKind",
+    "RenderError",
+    "Rendered",
+    "Renderer",
+    "Served",
+    "better",
+    "default_tabs",
+    "evidence",
+    "find_chromium",
+    "resolve",
+]
 
-__getattr__ = lazy_exports(__name__, {
-    "BrowserMode": "mirror._types", "CaptureKind": "mirror._types", "RenderError": "mirror._types",
-    "better": ".decide", "evidence": ".decide", "Renderer": ".renderer", "default_tabs": ".renderer", "find_chromium": ".renderer",
-    "resolve": ".renderer", "BrowserRequest": ".routes", "Served": ".routes", "Rendered": ".visit",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "BrowserMode": "mirror._types",
+        "CaptureKind": "mirror._types",
+        "RenderError": "mirror._types",
+        "better": ".decide",
+        "evidence": ".decide",
+        "Renderer": ".renderer",
+        "default_tabs": ".renderer",
+        "find_chromium": ".renderer",
+        "resolve": ".renderer",
+        "BrowserRequest": ".routes",
+        "Served": ".routes",
+        "Rendered": ".visit",
+    },
+)

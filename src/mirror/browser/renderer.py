@@ -55,8 +55,6 @@ TAB_MB = 400.0  # what a tab's page may take, for the default number of tabs
 MAX_TABS = 4  # the renderer process limit (--renderer-process-limit)
 
 
-
-
 def find_chromium(explicit: str | os.PathLike | None = None) -> str | None:
     """`--chromium PATH`, else `MIRROR_CHROMIUM`, else Debian's chromium on the PATH."""
     named = explicit or os.environ.get("MIRROR_CHROMIUM")
@@ -243,9 +241,7 @@ class Renderer:
                     from playwright.async_api import async_playwright
 
                     self._playwright = await async_playwright().start()
-                self._browser = await self._playwright.chromium.launch(
-                    executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000
-                )
+                self._browser = await self._playwright.chromium.launch(executable_path=self.chromium, headless=True, args=LAUNCH_ARGS, timeout=60_000)
                 self._rendered, self._retire = 0, None
             self._rendered += 1
             self._using[self._browser] += 1
@@ -294,8 +290,6 @@ class Renderer:
             await self._stop_driver()
 
 
-
-
 def _playwright_cookie(cookie: Cookie) -> dict:
     """A cookies.txt cookie as Playwright takes it: still only for its own domain."""
     return {
@@ -307,5 +301,3 @@ def _playwright_cookie(cookie: Cookie) -> dict:
         "secure": bool(cookie.secure),
         "httpOnly": bool(cookie.has_nonstandard_attr("HttpOnly")),
     }
-
-

@@ -23,13 +23,18 @@ LONG_REQUEST = 5.0  # a request pending longer (a long poll, a hanging tracker) 
 POLL = 0.1
 
 
-_REFUSED = {"dialog": ("dialog dismissed", "dialogs dismissed"), "popup": ("pop-up refused", "pop-ups refused"),
-            "download": ("download refused", "downloads refused"),
-            "private": ("request to a more private address than the page's refused (--allow-private to allow)",
-                        "requests to more private addresses than the page's refused (--allow-private to allow)"),
-            "write": ("request other than GET not sent", "requests other than GET not sent"),
-            "socket": ("WebSocket refused", "WebSockets refused"),
-            "budget": ("response over the render's --max-bytes budget not fetched", "responses over the render's --max-bytes budget not fetched")}
+_REFUSED = {
+    "dialog": ("dialog dismissed", "dialogs dismissed"),
+    "popup": ("pop-up refused", "pop-ups refused"),
+    "download": ("download refused", "downloads refused"),
+    "private": (
+        "request to a more private address than the page's refused (--allow-private to allow)",
+        "requests to more private addresses than the page's refused (--allow-private to allow)",
+    ),
+    "write": ("request other than GET not sent", "requests other than GET not sent"),
+    "socket": ("WebSocket refused", "WebSockets refused"),
+    "budget": ("response over the render's --max-bytes budget not fetched", "responses over the render's --max-bytes budget not fetched"),
+}
 # a page that sets a cookie in JavaScript and then reloads (zhihu's and others' checks)
 # milliseconds since the DOM last changed: a MutationObserver installed before the page's own scripts run
 _WATCH_CHANGES = """(() => { const mark = () => { window.__mirrorChanged = performance.now(); }; mark();
@@ -49,7 +54,6 @@ _SCROLL = """async (most) => {
 }"""
 _SETS_COOKIE = re.compile(r"document\.cookie\s*=")
 _RELOADS = re.compile(r"location\.(?:reload|replace|assign|href\s*=)|location\s*=")
-
 
 
 @dataclass

@@ -90,8 +90,13 @@ def versions_of(db: sqlite_utils.Database, url: str) -> list[dict]:
 
 def version_of(db: sqlite_utils.Database, page_id: int, version_id: int) -> dict | None:
     """One version of the page `page_id` (None: no such version of that page)."""
-    return next(db.query("select versions.* from versions join pages on pages.url = versions.page_url "
-                         "where pages.id = ? and versions.id = ?", [page_id, version_id]), None)
+    return next(
+        db.query(
+            "select versions.* from versions join pages on pages.url = versions.page_url where pages.id = ? and versions.id = ?",
+            [page_id, version_id],
+        ),
+        None,
+    )
 
 
 def version_capture(db: sqlite_utils.Database, version: dict) -> dict | None:

@@ -19,8 +19,17 @@ __all__ = ["ORDER", "ROT", "AgeError", "parse_age", "readable_age", "report", "w
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", re.IGNORECASE)
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 ROT = (VersionState.GONE, VersionState.SOFT_404, VersionState.BLOCKED)
-ORDER = (VersionState.SAME, VersionState.CHANGED, VersionState.MOVED, VersionState.GONE, VersionState.SOFT_404, VersionState.NEEDS_BROWSER,
-         VersionState.BLOCKED, VersionState.FAILED, VersionState.FIRST)
+ORDER = (
+    VersionState.SAME,
+    VersionState.CHANGED,
+    VersionState.MOVED,
+    VersionState.GONE,
+    VersionState.SOFT_404,
+    VersionState.NEEDS_BROWSER,
+    VersionState.BLOCKED,
+    VersionState.FAILED,
+    VersionState.FIRST,
+)
 
 
 class AgeError(ValueError):
@@ -44,10 +53,18 @@ def report(db: sqlite_utils.Database, urls: set[str], checked: int, states: dict
         "(select max(id) from versions where page_url in (select value from json_each(?)) group by page_url)",
         [json.dumps(sorted(urls))],
     ).fetchall()
-    pages = [{"url": url, "state": state, "changed": changed, "note": note, "at": at}
-             for url, state, changed, note, at in rows if state != VersionState.SAME]
-    return {"checked": checked, "states": states, "elapsed_seconds": round(elapsed, 3),
-            "pages": sorted(pages, key=lambda p: (ORDER.index(VersionState(p["state"])), p["url"])), "health": link_health(db)}
+    pages = [
+        {"url": url, "state": state, "changed": changed, "note": note, "at": at}
+        for url, state, changed, note, at in rows
+        if state != VersionState.SAME
+    ]
+    return {
+        "checked": checked,
+        "states": states,
+        "elapsed_seconds": round(elapsed, 3),
+        "pages": sorted(pages, key=lambda p: (ORDER.index(VersionState(p["state"])), p["url"])),
+        "health": link_health(db),
+    }
 
 
 def why_nothing(db: sqlite_utils.Database, older_than: float, site: str | None, seed: str | None) -> tuple[str, bool]:

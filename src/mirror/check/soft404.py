@@ -20,23 +20,44 @@ TITLE_REST = 12  # characters of a title besides its notice (a site's name, punc
 TITLE_ONLY_WORDS = 15  # a page whose title alone is a notice says little else (an article about 404s says more)
 NOTICE_SHARE = 0.3  # of a short page's text that the notice is at least: less, and the page says more than that
 # what sites say instead of the page, as the title or the bulk of a short page
-_NOTICES = re.compile("|".join([
-    r"你似乎来到了没有知识存在的荒原",  # zhihu
-    r"该内容已被发布者删除", r"此内容因违规无法查看", r"该公众号已迁移", r"此内容被投诉且经审核涉嫌侵权",  # WeChat
-    r"(?:该|此|本)?(?:文章|博文|内容|页面|帖子)(?:已经?被?(?:作者)?删除|不存在|已失效|走丢了)",  # CSDN, cnblogs, generic
-    r"(?:您|你)?(?:所)?(?:访问|请求|查看)的(?:页面|文章|博文|内容)(?:不存在|已被删除|找不到)",
-    r"页面(?:不存在|未找到|找不到了?)", r"找不到(?:该|此)?页面", r"404\s*(?:错误|页面)",
-    r"\b404\b[\s:.\-–—|]*(?:page\s+)?not\s+found", r"\bpage\s+(?:not\s+found|does\s*n[o']t\s+exist|cannot\s+be\s+found)",
-    r"\bthe\s+page\s+you\s+(?:requested|were\s+looking\s+for|are\s+looking\s+for)\s+(?:could\s+not|cannot|can't|does\s*n[o']t|was\s+not)",
-    r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+(?:has\s+been|was)\s+(?:deleted|removed)",
-    r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+is\s+no\s+longer\s+available",
-    r"\bthe\s+requested\s+(?:url|page|resource)\b.{0,200}?\bwas\s+not\s+found", r"^\s*(?:404\s*)?(?:page\s+)?not\s+found\s*$",
-]), re.IGNORECASE | re.MULTILINE)
-_PARKED = re.compile("|".join([
-    r"\bthis\s+domain\s+(?:name\s+)?(?:is|may\s+be)\s+for\s+sale", r"\bbuy\s+this\s+domain", r"\bdomain\s+(?:is\s+)?for\s+sale",
-    r"\bparked\s+(?:free|domain|by)", r"\bdomain\s+parking", r"sedoparking|parkingcrew|bodis\.com|dan\.com/buy-domain|afternic",
-    r"(?:该|此)?域名(?:正在|可以|已)?(?:出售|转让|待售)",
-]), re.IGNORECASE)
+_NOTICES = re.compile(
+    "|".join(
+        [
+            r"你似乎来到了没有知识存在的荒原",  # zhihu
+            r"该内容已被发布者删除",
+            r"此内容因违规无法查看",
+            r"该公众号已迁移",
+            r"此内容被投诉且经审核涉嫌侵权",  # WeChat
+            r"(?:该|此|本)?(?:文章|博文|内容|页面|帖子)(?:已经?被?(?:作者)?删除|不存在|已失效|走丢了)",  # CSDN, cnblogs, generic
+            r"(?:您|你)?(?:所)?(?:访问|请求|查看)的(?:页面|文章|博文|内容)(?:不存在|已被删除|找不到)",
+            r"页面(?:不存在|未找到|找不到了?)",
+            r"找不到(?:该|此)?页面",
+            r"404\s*(?:错误|页面)",
+            r"\b404\b[\s:.\-–—|]*(?:page\s+)?not\s+found",
+            r"\bpage\s+(?:not\s+found|does\s*n[o']t\s+exist|cannot\s+be\s+found)",
+            r"\bthe\s+page\s+you\s+(?:requested|were\s+looking\s+for|are\s+looking\s+for)\s+(?:could\s+not|cannot|can't|does\s*n[o']t|was\s+not)",
+            r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+(?:has\s+been|was)\s+(?:deleted|removed)",
+            r"\b(?:this|the)\s+(?:post|article|story|page|content)\s+is\s+no\s+longer\s+available",
+            r"\bthe\s+requested\s+(?:url|page|resource)\b.{0,200}?\bwas\s+not\s+found",
+            r"^\s*(?:404\s*)?(?:page\s+)?not\s+found\s*$",
+        ]
+    ),
+    re.IGNORECASE | re.MULTILINE,
+)
+_PARKED = re.compile(
+    "|".join(
+        [
+            r"\bthis\s+domain\s+(?:name\s+)?(?:is|may\s+be)\s+for\s+sale",
+            r"\bbuy\s+this\s+domain",
+            r"\bdomain\s+(?:is\s+)?for\s+sale",
+            r"\bparked\s+(?:free|domain|by)",
+            r"\bdomain\s+parking",
+            r"sedoparking|parkingcrew|bodis\.com|dan\.com/buy-domain|afternic",
+            r"(?:该|此)?域名(?:正在|可以|已)?(?:出售|转让|待售)",
+        ]
+    ),
+    re.IGNORECASE,
+)
 _FRONT_PATHS = frozenset({"", "/", "/index.html", "/index.htm", "/index.php", "/home", "/default.aspx", "/index.shtml"})
 
 
@@ -62,7 +83,7 @@ def verdict(url: str, final_url: str, title: str | None, text: str | None, words
     if _front_page(url, final_url):
         return f"redirected to the site's front page ({final_url[:200]})"
     if words < SHORT_PAGE:
-        for what, pattern in (("a \"not found\" or \"deleted\" notice", _NOTICES), ("a parked or for-sale domain", _PARKED)):
+        for what, pattern in (('a "not found" or "deleted" notice', _NOTICES), ("a parked or for-sale domain", _PARKED)):
             by_title = _says_only(pattern, title, TITLE_REST, 0.0) if words < TITLE_ONLY_WORDS else None
             found = by_title or _says_only(pattern, text, len(text or ""), NOTICE_SHARE)
             if found:
@@ -82,7 +103,7 @@ def _says_only(pattern: re.Pattern, text: str | None, rest: int, share: float) -
     found = pattern.search(plain)
     if found is None:
         return None
-    others = len(re.sub(r"[\W_]+", "", plain[:found.start()] + plain[found.end():]))
+    others = len(re.sub(r"[\W_]+", "", plain[: found.start()] + plain[found.end() :]))
     if others > rest or len(found.group(0)) < share * len(plain):
         return None
     return found.group(0)

@@ -26,19 +26,25 @@ class Before:
     """What the page was before this capture: its saved copy's text and address, and its latest versions."""
 
     def __init__(self, db: sqlite_utils.Database, url: str, had_capture: bool):
-        row = db.execute("select final_url, warc_file, warc_offset, status, capture, render_basis from pages where url = ?",
-                         [url]).fetchone() if had_capture else None
+        row = (
+            db.execute("select final_url, warc_file, warc_offset, status, capture, render_basis from pages where url = ?", [url]).fetchone()
+            if had_capture
+            else None
+        )
         self.db, self.url, self.had_capture = db, url, had_capture
         self.final_url, file, offset, self.status, self.capture, self.render_basis = row if row else (None,) * 6
-        saved = db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?",
-                           [url, file, offset]).fetchone() if file else None
+        saved = (
+            db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?", [url, file, offset]).fetchone()
+            if file
+            else None
+        )
         self.saved_version = saved[0] if saved else None  # the version the saved copy is
         alive = db.execute("select max(id) from versions where page_url = ? and error is null", [url]).fetchone()[0]
         # the first of the checks since it last answered that found its host dead (no such name,
         # connection refused: not a resolver that gave no answer, nor an offline machine)
-        self.dead_since = db.execute("select min(captured_at) from versions where page_url = ? and id > ? and host_dead = 1",
-                                     [url, alive or 0]).fetchone()[0]
-
+        self.dead_since = db.execute(
+            "select min(captured_at) from versions where page_url = ? and id > ? and host_dead = 1", [url, alive or 0]
+        ).fetchone()[0]
 
     @functools.cached_property
     def text(self) -> str | None:
@@ -57,13 +63,14 @@ def bad_answer(result: PageResult, extraction: Extraction | None, before: Before
         return None
     if before.status == PageStatus.ARCHIVED and extraction.status != PageStatus.ARCHIVED:
         return Reason.SOFT_404, "soft 404: the page has no article any more (an empty or maintenance page, or not a page)"
-    if final.redirects and before.final_url and not _same_address(final.final_url, before.final_url) \
-            and not same_text(before.text, extraction.text):
+    if final.redirects and before.final_url and not _same_address(final.final_url, before.final_url) and not same_text(before.text, extraction.text):
         return Reason.SOFT_404, f"soft 404: redirected to another page with another text ({final.final_url[:300]})"
     return None
 
 
-def version_state(result: PageResult, extraction: Extraction | None, before: Before, shell: bool = False) -> tuple[VersionState, float | None, str | None]:
+def version_state(
+    result: PageResult, extraction: Extraction | None, before: Before, shell: bool = False
+) -> tuple[VersionState, float | None, str | None]:
     """What this capture or check found: its state, how much the text changed, and why (for a person).
 
     `shell`: the saved copy is a browser's render, and this is a plain HTTP answer no render
@@ -78,8 +85,11 @@ def version_state(result: PageResult, extraction: Extraction | None, before: Bef
         if shell:
             if extraction is not None and before.render_basis and text_hash(extraction.text) == before.render_basis:
                 return VersionState.SAME, 0.0, "the page's shell is unchanged (its saved copy was rendered in a browser)"
-            return VersionState.NEEDS_BROWSER, None, ("the saved copy was rendered in a browser; plain HTTP sees only the page's shell, "
-                                                      "which changed: check it with the browser")
+            return (
+                VersionState.NEEDS_BROWSER,
+                None,
+                ("the saved copy was rendered in a browser; plain HTTP sees only the page's shell, which changed: check it with the browser"),
+            )
         text = extraction.text if extraction is not None else None
         changed = changed_fraction(before.text, text)
         if changed == 0.0 or same_text(before.text, text):

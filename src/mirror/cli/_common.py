@@ -45,6 +45,7 @@ err = _Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 ARCHIVE_ENV = "MIRROR_ARCHIVE"  # the archive folder when no --archive is given (`_options.ArchiveDir`)
 
+
 class TerminalStyle:
     """Text in SGR styles where `stream` is a terminal that shows them, decided as rich decides
     it: a TTY, or TTY_COMPATIBLE=1 or FORCE_COLOR (TTY_COMPATIBLE=0: never), TERM neither dumb
@@ -165,7 +166,7 @@ def open_archive(
             from ..store.reader import ArchiveReader as opened
         else:
             from ..store.archive import Archive as opened
-        with opened(folder, create=create, readonly=readonly) as store, (store.lock() if lock else nullcontext()):
+        with opened(folder, create=create, readonly=readonly) as store, store.lock() if lock else nullcontext():
             yield store
     except ArchiveError as exc:
         cleanup()

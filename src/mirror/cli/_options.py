@@ -32,16 +32,24 @@ Retries = Annotated[int, typer.Option(min=0, help="Retries for timeouts, connect
 TimeoutRetries = Annotated[int, typer.Option(min=0, help="Of those, retries after a timeout (each can wait --timeout again).")]
 Backoff = Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")]
 UserAgent = Annotated[str | None, typer.Option(help="User-Agent header.", show_default="a browser-like one naming mirror")]
-Header = Annotated[list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")]
-HeaderAllHosts = Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")]
-AllowPrivate = Annotated[bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")]
+Header = Annotated[
+    list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")
+]
+HeaderAllHosts = Annotated[
+    bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")
+]
+AllowPrivate = Annotated[
+    bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")
+]
 Cookies = Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)]
 Wayback = Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")]
 WaybackApi = Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")]
 Workers = Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")]
 ExtractTimeout = Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")]
 Chromium = Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")]
-BrowserTabs = Annotated[int | None, typer.Option(min=1, help="Pages rendered at once in the browser.", show_default="one per core, as memory allows, at most 4")]
+BrowserTabs = Annotated[
+    int | None, typer.Option(min=1, help="Pages rendered at once in the browser.", show_default="one per core, as memory allows, at most 4")
+]
 Browser = Annotated[
     BrowserMode,
     typer.Option(

@@ -43,7 +43,9 @@ def _age(text: str | float) -> float:
 
 def check(
     archive: ArchiveDir = Path("archive"),
-    older_than: Annotated[float, typer.Option(parser=_age, metavar="AGE", help="Check pages not checked for this long: 7d, 12h, 30m, 0 (all).", show_default="1d")] = 86400.0,
+    older_than: Annotated[
+        float, typer.Option(parser=_age, metavar="AGE", help="Check pages not checked for this long: 7d, 12h, 30m, 0 (all).", show_default="1d")
+    ] = 86400.0,
     concurrency: Concurrency = 16,
     per_host: PerHost = 2,
     delay: Delay = 1.0,

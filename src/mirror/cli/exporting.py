@@ -11,7 +11,10 @@ import typer
 from ._common import err, fail, open_archive, safe
 from ._options import ArchiveDir
 
-export_app = typer.Typer(no_args_is_help=True, help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), wacz (for web-archive players).")
+export_app = typer.Typer(
+    no_args_is_help=True,
+    help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), wacz (for web-archive players).",
+)
 
 
 @export_app.command("markdown")
@@ -35,15 +38,19 @@ def markdown(
             summary = export_markdown(store.db, store.path, folder, seed=seed, site=site, since=since)
         except OSError as exc:
             fail(f"{folder}: cannot write the export ({exc.strerror or exc})")
-    err.print(f"{summary.articles} articles exported to {safe(str(folder))}: {summary.written} files written, "
-              f"{summary.unchanged} unchanged, {summary.images} images"
-              + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else ""))
+    err.print(
+        f"{summary.articles} articles exported to {safe(str(folder))}: {summary.written} files written, "
+        f"{summary.unchanged} unchanged, {summary.images} images"
+        + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else "")
+    )
 
 
 @export_app.command("epub")
 def epub(
     file: Annotated[Path, typer.Argument(help="The book to write (FILE.epub).", dir_okay=False)],
-    seed: Annotated[str | None, typer.Option(help="The reading list to make a book of (as `mirror links` names it); needed when there are several.")] = None,
+    seed: Annotated[
+        str | None, typer.Option(help="The reading list to make a book of (as `mirror links` names it); needed when there are several.")
+    ] = None,
     archive: ArchiveDir = Path("archive"),
 ) -> None:
     """A reading list as a book: one chapter per archived article in the list's order, its sections
@@ -63,8 +70,10 @@ def epub(
             fail(str(exc), code=2)
         except OSError as exc:
             fail(f"{file}: cannot write the book ({exc.strerror or exc})")
-    err.print(f"{safe(str(file))}: {summary.chapters} chapters, {summary.images} images"
-              + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else ""))
+    err.print(
+        f"{safe(str(file))}: {summary.chapters} chapters, {summary.images} images"
+        + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else "")
+    )
 
 
 @export_app.command("wacz")
@@ -87,8 +96,15 @@ def wacz(
         fail(f"{file.parent}: no such folder", code=2)
     with open_archive(archive) as store:
         try:
-            summary = export_wacz(store.db, store.path, file, seed=seed, site=site, since=since,
-                                  title=title or (f"mirror: {seed}" if seed else f"mirror: {site}" if site else "mirror"))
+            summary = export_wacz(
+                store.db,
+                store.path,
+                file,
+                seed=seed,
+                site=site,
+                since=since,
+                title=title or (f"mirror: {seed}" if seed else f"mirror: {site}" if site else "mirror"),
+            )
         except WaczError as exc:
             fail(str(exc), code=2)
         except OSError as exc:

@@ -66,7 +66,9 @@ def fetch(
     per_host: PerHost = 2,
     delay: Delay = 1.0,
     timeout: Timeout = 30.0,
-    max_bytes: Annotated[int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")] = 50_000_000,
+    max_bytes: Annotated[
+        int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")
+    ] = 50_000_000,
     retries: Retries = 3,
     timeout_retries: TimeoutRetries = 1,
     backoff: Backoff = 1.0,
@@ -110,8 +112,12 @@ def fetch(
     if as_json:
         report = summary.as_dict()
         if feeds.seeds or feeds.warnings:
-            report["feeds"] = {"feeds": feeds.seeds, "entries": len(feeds.links), "warnings": feeds.warnings,
-                               "run": entries.as_dict() if entries else None}
+            report["feeds"] = {
+                "feeds": feeds.seeds,
+                "entries": len(feeds.links),
+                "warnings": feeds.warnings,
+                "run": entries.as_dict() if entries else None,
+            }
         print_json(report)
 
 
@@ -253,8 +259,10 @@ def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: I
     which = "the reading lists link"
     if sources and not all_pending:
         which = "this reading list links" if len(sources) == 1 and "://" not in sources[0] else "these sources link"
-    return (f"nothing to fetch: every page {which} ({pages}) was fetched before "
-            f"(--retry-failed tries the failed ones again, --refresh re-checks them all){_skipped_note(inventory)}")
+    return (
+        f"nothing to fetch: every page {which} ({pages}) was fetched before "
+        f"(--retry-failed tries the failed ones again, --refresh re-checks them all){_skipped_note(inventory)}"
+    )
 
 
 def _skipped_note(inventory: Inventory) -> str:

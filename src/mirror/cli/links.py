@@ -83,7 +83,7 @@ def _middle(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     head = (width - 1) * 2 // 3
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _links_summary(inventory: Inventory) -> Table:

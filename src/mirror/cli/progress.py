@@ -28,7 +28,9 @@ class FetchReporter:
         for repaired in summary.repaired_warcs:
             self.console.print(f"[yellow]repaired[/] truncated WARC left by an interrupted run: {escape(str(repaired))}")
         if summary.images_resumed:
-            self.console.print(f"fetching the images of {summary.images_resumed} articles archived before (a reindex or an interrupted run left them)")
+            self.console.print(
+                f"fetching the images of {summary.images_resumed} articles archived before (a reindex or an interrupted run left them)"
+            )
         if not summary.total:  # nothing to show progress of: the command says so in one line
             return
         if not self.live:
@@ -148,7 +150,9 @@ def summary_table(summary: Summary) -> Table:
     for host, seconds, pages in summary.slowest_hosts(3):
         table.add_row(escape(strip_controls(f"slow host: {host}")), f"{seconds:.2f} s × {pages}")
     if summary.deferred:
-        table.add_row(f"resources deferred to the next run (host names without an answer; the tail took {summary.tail_seconds:.1f} s)", str(summary.deferred))
+        table.add_row(
+            f"resources deferred to the next run (host names without an answer; the tail took {summary.tail_seconds:.1f} s)", str(summary.deferred)
+        )
     if summary.recovered:
         table.add_row("recovered from an interrupted run's WARC files", str(summary.recovered))
     if summary.no_host_resolved:

@@ -17,7 +17,7 @@ from ._options import ArchiveDir
 
 
 def search_command(
-    query: Annotated[str, typer.Argument(help="Words (all must match), \"a phrase\", prefix*; Chinese works.")],
+    query: Annotated[str, typer.Argument(help='Words (all must match), "a phrase", prefix*; Chinese works.')],
     archive: ArchiveDir = Path("archive"),
     limit: Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="At most this many hits.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as a JSON array.")] = False,
@@ -59,16 +59,25 @@ def show(
     with open_archive(archive, readonly=True) as store:
         row = queries.find_page(store.db, page, normalize(page))
         if row is None and "://" not in page and not page.isdigit():  # as `links` reads it: the web's default scheme
-            row = queries.find_page(store.db, f"https://{page}", normalize(f"https://{page}")) or \
-                queries.find_page(store.db, f"http://{page}", normalize(f"http://{page}"))
+            row = queries.find_page(store.db, f"https://{page}", normalize(f"https://{page}")) or queries.find_page(
+                store.db, f"http://{page}", normalize(f"http://{page}")
+            )
         if row is None:
             fail(f"{page}: no such page in {archive / DB_NAME}", code=1)
         origins = queries.origins(store.db, row["url"])
     with stdout_errors():  # (rich writes it: a full disk is an error, a closed pipe the reader's choice)
         out.print(f"[bold]{safe(row['title'] or row['url'])}[/]")
-        facts = [("url", row["url"]), ("status", row["status"]), ("site", row["sitename"]), ("author", row["author"]),
-                 ("date", readable_date(row["date"])), ("language", row["language"]), ("captured", readable_date(row["fetched_at"])),
-                 ("error", row["error_message"]), ("same article as", row.get("same_as"))]
+        facts = [
+            ("url", row["url"]),
+            ("status", row["status"]),
+            ("site", row["sitename"]),
+            ("author", row["author"]),
+            ("date", readable_date(row["date"])),
+            ("language", row["language"]),
+            ("captured", readable_date(row["fetched_at"])),
+            ("error", row["error_message"]),
+            ("same article as", row.get("same_as")),
+        ]
         for name, value in facts:
             if value:
                 out.print(f"[dim]{name}:[/] {safe(value)}")

@@ -28,6 +28,7 @@ OPTIONS = {
     "--section": ("section", True),
 }
 
+
 def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, object] | None:
     """`search`'s parameters from the arguments after `search`, as typer reads them, or None
     where typer should read them (and say what is wrong with them, if anything is)."""
@@ -68,8 +69,15 @@ def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, o
         return None
     if not 1 <= limit <= MAX_LIMIT:
         return None
-    return {"query": words[0], "archive": Path(archive), "limit": limit, "as_json": bool(given.get("as_json")),
-            "site": given.get("site"), "seed": given.get("seed"), "section": given.get("section")}
+    return {
+        "query": words[0],
+        "archive": Path(archive),
+        "limit": limit,
+        "as_json": bool(given.get("as_json")),
+        "site": given.get("site"),
+        "seed": given.get("seed"),
+        "section": given.get("section"),
+    }
 
 
 def search(query: str, archive: Path, limit: int, as_json: bool, site: str | None, seed: str | None, section: str | None) -> None:

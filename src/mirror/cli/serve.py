@@ -22,8 +22,12 @@ SETTINGS = {"sql_time_limit_ms": 5000, "suggest_facets": False}
 def serve(
     archive: ArchiveDir = Path("archive"),
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8001,
-    host: Annotated[str, typer.Option(help="Address to listen on. On a loopback address only requests for localhost names are answered.")] = "127.0.0.1",
-    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="Also answer requests for this host name (repeatable), e.g. behind a proxy.")] = None,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on. On a loopback address only requests for localhost names are answered.")
+    ] = "127.0.0.1",
+    allow_host: Annotated[
+        list[str] | None, typer.Option("--allow-host", help="Also answer requests for this host name (repeatable), e.g. behind a proxy.")
+    ] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
 ) -> None:
     """Browse and search the archive offline with datasette."""

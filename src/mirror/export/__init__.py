@@ -1,9 +1,9 @@
 """The archive taken anywhere: exports that other tools read without mirror.
 
-    markdown  one Markdown file per article (YAML front matter, images beside it), an index per
-              reading list: a folder that opens as an Obsidian vault
-    epub      a reading list as a book: a chapter per article, sections as parts, images embedded
-    wacz      the pages' captures as a WACZ, which ReplayWeb.page and pywb replay and search
+markdown  one Markdown file per article (YAML front matter, images beside it), an index per
+          reading list: a folder that opens as an Obsidian vault
+epub      a reading list as a book: a chapter per article, sections as parts, images embedded
+wacz      the pages' captures as a WACZ, which ReplayWeb.page and pywb replay and search
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ if TYPE_CHECKING:
 
 __all__ = ["EpubError", "ExportSummary", "WaczError", "WaczSummary", "export_epub", "export_markdown", "export_wacz"]
 
-__getattr__ = lazy_exports(__name__, {
-    "ExportSummary": ".markdown", "export_markdown": ".markdown", "EpubError": ".epub", "export_epub": ".epub",
-    "WaczError": ".wacz", "WaczSummary": ".wacz", "export_wacz": ".wacz",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ExportSummary": ".markdown",
+        "export_markdown": ".markdown",
+        "EpubError": ".epub",
+        "export_epub": ".epub",
+        "WaczError": ".wacz",
+        "WaczSummary": ".wacz",
+        "export_wacz": ".wacz",
+    },
+)

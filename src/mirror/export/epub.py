@@ -48,9 +48,13 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
 
     if seed not in reading_lists(db):
         raise EpubError(f"no reading list {seed!r} in this archive (`mirror links` names them)")
-    entries = list(db.query(
-        "select links.section, pages.* from links join pages on pages.url = links.url "
-        "where links.seed = ? and pages.status = ? order by links.line, links.col", [seed, PageStatus.ARCHIVED.value]))
+    entries = list(
+        db.query(
+            "select links.section, pages.* from links join pages on pages.url = links.url "
+            "where links.seed = ? and pages.status = ? order by links.line, links.col",
+            [seed, PageStatus.ARCHIVED.value],
+        )
+    )
     seen: set[str] = set()
     entries = [with_markdown(e) for e in entries if not (e["url"] in seen or seen.add(e["url"]))]
     if not entries:

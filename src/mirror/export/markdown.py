@@ -37,8 +37,7 @@ class ExportSummary:
     files: list[Path] = field(default_factory=list)
 
 
-def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None,
-                    since: str | None = None) -> ExportSummary:
+def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None, since: str | None = None) -> ExportSummary:
     """Write the archived articles (of `seed`, of `site`, captured `since` an ISO date) under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
@@ -106,9 +105,16 @@ def _origins(db, url: str) -> list[dict]:
 def _front_matter(page: dict, origins: list[dict]) -> str:
     """YAML front matter (each value written as JSON, which is YAML): what the article is and where it came from."""
     fields = {
-        "title": page["title"], "url": page["url"], "author": page["author"], "date": page["date"], "site": page["sitename"],
-        "language": page["language"], "captured": page["fetched_at"], "source": page["source"],
-        "reading_lists": sorted({o["seed"] for o in origins}), "sections": sorted({o["section"] for o in origins if o["section"]}),
+        "title": page["title"],
+        "url": page["url"],
+        "author": page["author"],
+        "date": page["date"],
+        "site": page["sitename"],
+        "language": page["language"],
+        "captured": page["fetched_at"],
+        "source": page["source"],
+        "reading_lists": sorted({o["seed"] for o in origins}),
+        "sections": sorted({o["section"] for o in origins if o["section"]}),
         "status": page["health"] or "archived",
     }
     lines = [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items() if value not in (None, [], "")]
@@ -120,8 +126,11 @@ def _reading_lists(db, seed: str | None, names: dict[str, str]) -> dict[str, lis
     where, values = ("where links.seed = ?", [seed]) if seed else ("", [])
     lists: dict[str, list] = {}
     seen: set[tuple[str, str]] = set()
-    for row in db.query(f"select links.seed, links.section, links.url, coalesce(links.title, pages.title) as title from links "
-                        f"join pages on pages.url = links.url {where} order by links.seed, links.line, links.col", values):
+    for row in db.query(
+        f"select links.seed, links.section, links.url, coalesce(links.title, pages.title) as title from links "
+        f"join pages on pages.url = links.url {where} order by links.seed, links.line, links.col",
+        values,
+    ):
         if row["url"] not in names or (row["seed"], row["url"]) in seen:
             continue
         seen.add((row["seed"], row["url"]))

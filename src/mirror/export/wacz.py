@@ -26,8 +26,10 @@ from ._select import archived_pages
 
 __all__ = ["WaczError", "WaczSummary", "export_wacz"]
 
-_COLUMNS = ("id, url, final_url, title, text, fetched_at, images, warc_file, warc_offset, warc_length, "
-            "screenshot_warc_file, screenshot_warc_offset, full_screenshot_warc_offset")
+_COLUMNS = (
+    "id, url, final_url, title, text, fetched_at, images, warc_file, warc_offset, warc_length, "
+    "screenshot_warc_file, screenshot_warc_offset, full_screenshot_warc_offset"
+)
 # where else a page's captures are: each version's record, each attempt's last response
 _LOCATIONS = (
     "select page_url, warc_file, warc_offset from versions where warc_file is not null",
@@ -48,15 +50,23 @@ class WaczSummary:
     missing: int = 0  # captures the database names that were not found in the WARC files
 
 
-def export_wacz(db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None,
-                since: str | None = None, title: str | None = None) -> WaczSummary:
+def export_wacz(
+    db, archive_dir: Path, out: Path, *, seed: str | None = None, site: str | None = None, since: str | None = None, title: str | None = None
+) -> WaczSummary:
     """Write the archived pages (of `seed`, of `site`, captured `since` an ISO date) to `out` as a WACZ."""
     pages = list(archived_pages(db, _COLUMNS, seed=seed, site=site, since=since))
     duplicates = _duplicates(db, seed) if not (site or since) else {}
     taken = {page["url"] for page in pages}
     originals = sorted({original for original in duplicates.values() if original not in taken})
-    pages += list(db.query(f"select {_COLUMNS} from pages where status = ? and url in ({', '.join('?' for _ in originals)})",
-                           [PageStatus.ARCHIVED, *originals])) if originals else []
+    pages += (
+        list(
+            db.query(
+                f"select {_COLUMNS} from pages where status = ? and url in ({', '.join('?' for _ in originals)})", [PageStatus.ARCHIVED, *originals]
+            )
+        )
+        if originals
+        else []
+    )
     if not pages:
         raise WaczError("no archived page matches: nothing to export")
     urls = {page["url"] for page in pages} | set(duplicates)  # a duplicate's own records: the redirect that led to its original
@@ -83,8 +93,9 @@ def _duplicates(db, seed: str | None) -> dict[str, str]:
     """The pages (of `seed`'s links) archived under another link (a redirect to it, the same
     canonical URL): duplicate -> its original, which the export then takes too."""
     linked = " and url in (select url from links where seed = ?)" if seed else ""
-    rows = db.execute(f"select url, same_as from pages where status = ? and same_as is not null{linked}",
-                      [PageStatus.DUPLICATE, *([seed] if seed else [])])
+    rows = db.execute(
+        f"select url, same_as from pages where status = ? and same_as is not null{linked}", [PageStatus.DUPLICATE, *([seed] if seed else [])]
+    )
     return dict(rows.fetchall())
 
 
@@ -110,9 +121,13 @@ def _locations(db, pages: list[dict], urls: set[str]) -> set[tuple[str, int]]:
     # a page's resources, and the archived images its article shows: an image two pages show is
     # one `resources` row, under the page that fetched it first
     shown = {image for page in pages for image in json.loads(page["images"] or "[]") if isinstance(image, str)}
-    found.update((file, offset) for page_url, url, status, file, offset in db.execute(
-        "select page_url, url, status, warc_file, warc_offset from resources where warc_file is not null")
-        if page_url in urls or (url in shown and status == ResourceStatus.ARCHIVED))
+    found.update(
+        (file, offset)
+        for page_url, url, status, file, offset in db.execute(
+            "select page_url, url, status, warc_file, warc_offset from resources where warc_file is not null"
+        )
+        if page_url in urls or (url in shown and status == ResourceStatus.ARCHIVED)
+    )
     return {(file, offset) for file, offset in found if file and offset is not None}
 
 

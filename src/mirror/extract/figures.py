@@ -134,9 +134,7 @@ class _Page:
         `<noscript>`s around it, and the inline elements around those that hold no text (a
         link around two images, one in a `<span>`), all of which trafilatura drops with it."""
         target = img
-        while (parent := target.getparent()) is not None and (
-            parent.tag in _HIDING or (parent.tag in _INLINE and not self.has_text(parent))
-        ):
+        while (parent := target.getparent()) is not None and (parent.tag in _HIDING or (parent.tag in _INLINE and not self.has_text(parent))):
             target = parent
         return target
 
@@ -188,9 +186,10 @@ class _Page:
             parent = parent.getparent()
         if parent is None or parent.tag != "p":
             return False
-        return bool((parent.text or "").strip() or any(
-            (child.tail or "").strip() or (child is not element and isinstance(child.tag, str) and self.has_text(child)) for child in parent
-        ))
+        return bool(
+            (parent.text or "").strip()
+            or any((child.tail or "").strip() or (child is not element and isinstance(child.tag, str) and self.has_text(child)) for child in parent)
+        )
 
     def figure_of(self, img):
         """The outermost `<figure>` around `img` (itself, for a `<figure>`) that holds no table."""
@@ -254,6 +253,8 @@ class _Page:
 
 
 _CARD_NAME = re.compile(r"related|recommend|teaser|card|story|post|popular|most|trending|promo", re.I)
+
+
 def _in_caption(element, block) -> bool:
     """Whether `element` is (inside) a caption of `block`: a `<figcaption>`, or an element below
     `block` whose class calls it one."""
@@ -269,12 +270,35 @@ _CREDIT = 100  # characters of a figure-like block's text that are not its capti
 
 _HIDING = frozenset({"a", "picture", "source", "noscript"})  # what trafilatura drops with the image
 # elements that only style the text they hold: an image inside them is still where they are
-_INLINE = frozenset({"a", "abbr", "b", "big", "cite", "em", "font", "i", "mark", "picture", "small", "source", "span", "strong", "sub", "sup", "u", "noscript"})
+_INLINE = frozenset(
+    {"a", "abbr", "b", "big", "cite", "em", "font", "i", "mark", "picture", "small", "source", "span", "strong", "sub", "sup", "u", "noscript"}
+)
 # elements trafilatura reads as text: a marker in their text stays in the article
-_TEXT_BLOCKS = frozenset({
-    "p", "li", "dd", "dt", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "caption", "pre", "code",
-    "blockquote", "figcaption", "summary", "label", "button", "q",
-})
+_TEXT_BLOCKS = frozenset(
+    {
+        "p",
+        "li",
+        "dd",
+        "dt",
+        "td",
+        "th",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "caption",
+        "pre",
+        "code",
+        "blockquote",
+        "figcaption",
+        "summary",
+        "label",
+        "button",
+        "q",
+    }
+)
 
 
 def _put_in_tail(element, text: str) -> None:
@@ -310,8 +334,10 @@ def _captions(figure) -> list[str]:
     found = [element for element in figure.iterdescendants() if element.tag == "figcaption"]
     if not found:
         found = [
-            element for element in figure.iterdescendants()
-            if isinstance(element.tag, str) and _CAPTION_NAME.search(element.get("class") or "")
+            element
+            for element in figure.iterdescendants()
+            if isinstance(element.tag, str)
+            and _CAPTION_NAME.search(element.get("class") or "")
             and not any(_CAPTION_NAME.search(a.get("class") or "") for a in element.iterancestors() if a is not figure)
         ]
     return [caption for caption in (" ".join(_spaced_text(e).split()) for e in found) if caption]
@@ -379,8 +405,13 @@ def _replace(element, blocks: list) -> None:
     parent = element.getparent()
     if parent is None:
         return
-    if (len(blocks) == 1 and parent.tag in ("div", "section", "center") and len(parent) == 1
-            and not (parent.text or "").strip() and not (element.tail or "").strip()):
+    if (
+        len(blocks) == 1
+        and parent.tag in ("div", "section", "center")
+        and len(parent) == 1
+        and not (parent.text or "").strip()
+        and not (element.tail or "").strip()
+    ):
         parent.remove(element)
         parent.tag, parent.text = "p", blocks[0].text
         return

@@ -14,7 +14,19 @@ import re
 
 from ..urls import web_url
 
-__all__ = ["LAZY_ATTRIBUTES", "LAZY_SRCSETS", "TARGET_WIDTH", "attribute_image", "document_base", "image_source", "in_noscript", "is_decoration", "is_fallback_copy", "parse_srcset", "usable"]
+__all__ = [
+    "LAZY_ATTRIBUTES",
+    "LAZY_SRCSETS",
+    "TARGET_WIDTH",
+    "attribute_image",
+    "document_base",
+    "image_source",
+    "in_noscript",
+    "is_decoration",
+    "is_fallback_copy",
+    "parse_srcset",
+    "usable",
+]
 
 # Where lazy loaders keep the real image, most specific first: zhihu sets both
 # data-actualsrc (the picture shown) and data-original (its full-size original).

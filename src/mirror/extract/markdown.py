@@ -16,7 +16,9 @@ from ..urls import web_url
 
 __all__ = ["flatten_inline_code", "render_article", "serialize"]
 
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")  # one CJK character, or a run of other letters and digits
+_WORD = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
+)  # one CJK character, or a run of other letters and digits
 _BLANK_LINE = re.compile(r"^[ \t]*\n|\n[ \t]*(?=\n|$)")
 _GLUED = re.compile(r"[A-Za-z0-9\u00c0-\u024f]{2}")
 

@@ -158,7 +158,9 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def safe_extract(archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False, timeout: float | None = EXTRACT_TIMEOUT) -> Extraction:
+def safe_extract(
+    archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False, timeout: float | None = EXTRACT_TIMEOUT
+) -> Extraction:
     """Extraction never takes the run down: a failure is a page without text, with a note.
 
     trafilatura is roughly quadratic on pages of many small blocks (a few MB of them take

@@ -16,8 +16,24 @@ __all__ = ["sniff"]
 _WHITESPACE = b"\t\n\x0c\r "
 _BOMS = (b"\xef\xbb\xbf", b"\xfe\xff", b"\xff\xfe")
 _HTML_TAGS = (
-    b"<!doctype html", b"<html", b"<head", b"<script", b"<iframe", b"<h1", b"<div", b"<font",
-    b"<table", b"<a", b"<style", b"<title", b"<b", b"<body", b"<br", b"<p", b"<meta", b"<link",
+    b"<!doctype html",
+    b"<html",
+    b"<head",
+    b"<script",
+    b"<iframe",
+    b"<h1",
+    b"<div",
+    b"<font",
+    b"<table",
+    b"<a",
+    b"<style",
+    b"<title",
+    b"<b",
+    b"<body",
+    b"<br",
+    b"<p",
+    b"<meta",
+    b"<link",
 )  # each followed by a tag-terminating byte (space or >); <meta> and <link> open many head-less pages
 _TAG_END = b" >\t\n\x0c\r"
 _COMMENT = re.compile(rb"<!--.*?-->", re.S)

@@ -27,7 +27,16 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "PageResult", "Summary", "load_cookies", "reindex", "run"]
 
-__getattr__ = lazy_exports(__name__, {
-    "DEFAULT_USER_AGENT": ".options", "FetchError": ".options", "FetchOptions": ".options", "load_cookies": ".options",
-    "PageResult": "mirror._types", "Summary": ".summary", "run": ".runner", "reindex": ".reextract",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_USER_AGENT": ".options",
+        "FetchError": ".options",
+        "FetchOptions": ".options",
+        "load_cookies": ".options",
+        "PageResult": "mirror._types",
+        "Summary": ".summary",
+        "run": ".runner",
+        "reindex": ".reextract",
+    },
+)

@@ -49,8 +49,14 @@ def feed_entries(db, archive_dir, urls: list[str]) -> Inventory:
 
 def _newest_capture(db, url: str):
     """The page's newest capture with a body: its newest version's record (not a revisit), else its saved copy."""
-    row = next(db.query("select warc_file, warc_offset, warc_length from versions where page_url = ? and warc_file is not null "
-                        "and revisit_of is null order by id desc limit 1", [url]), None)
+    row = next(
+        db.query(
+            "select warc_file, warc_offset, warc_length from versions where page_url = ? and warc_file is not null "
+            "and revisit_of is null order by id desc limit 1",
+            [url],
+        ),
+        None,
+    )
     row = row or next(db.query("select warc_file, warc_offset, warc_length from pages where url = ? and warc_file is not null", [url]), None)
     return warc_location(row) if row else None
 
@@ -70,5 +76,5 @@ def _ascii(head: bytes) -> str:
     """The start of a body as the feed test reads it: a UTF-16 feed's tags too, a BOM gone."""
     for bom, codec in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
         if head.startswith(bom):
-            return head[len(bom):].decode(codec, errors="ignore")
+            return head[len(bom) :].decode(codec, errors="ignore")
     return head.decode("latin-1")

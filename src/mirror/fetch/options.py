@@ -15,8 +15,7 @@ from ..extract.pool import EXTRACT_TIMEOUT
 __all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "load_cookies"]
 
 DEFAULT_USER_AGENT = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0 Safari/537.36 mirror/0.1 (personal archiver)"
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36 mirror/0.1 (personal archiver)"
 )
 
 
@@ -84,4 +83,3 @@ def load_cookies(path: Path) -> MozillaCookieJar:
         if not cookie.expires:  # exporters write 0 for session cookies
             cookie.expires, cookie.discard = None, True
     return jar
-

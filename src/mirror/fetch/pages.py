@@ -16,8 +16,10 @@ from .options import FetchOptions
 
 __all__ = ["fetch_page", "page_reach", "with_retries"]
 
-async def with_retries(get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float,
-                       timeout_retries: int | None = None) -> list[Exchange]:
+
+async def with_retries(
+    get: Callable[[], Awaitable[Exchange]], retries: int, backoff: float, cap: float, timeout_retries: int | None = None
+) -> list[Exchange]:
     """Every try at one request: again after a backoff (or Retry-After, up to `cap`) while
     retrying may help, at most `retries` more times, of which at most `timeout_retries` after a
     timeout (a hanging server costs a whole timeout each time). The last try is the outcome."""
@@ -41,8 +43,13 @@ async def fetch_page(client: Client, page: PageToFetch, options: FetchOptions) -
             headers["If-Modified-Since"] = page.last_modified
     held = not options.allow_private  # redirects no more private than the page as written
     reach = None if options.page_reach is None or options.allow_private else Reach(options.page_reach)
-    attempts = await with_retries(lambda: client.get(page.url, headers, reach=reach, same_reach=held), options.retries, options.backoff,
-                                  options.retry_after_cap, options.timeout_retries)
+    attempts = await with_retries(
+        lambda: client.get(page.url, headers, reach=reach, same_reach=held),
+        options.retries,
+        options.backoff,
+        options.retry_after_cap,
+        options.timeout_retries,
+    )
     final = attempts[-1]
     if final.status == 404 and page.candidates:
         for candidate in page.candidates:  # a URL glued to the next word in the seed
@@ -86,6 +93,7 @@ async def page_reach(client: Client, final_url: str, options: FetchOptions) -> R
 
 
 def internal_failure(url: str, exc: Exception) -> PageResult:
-    failed = Exchange(url=url, final_url=url, error=Reason.INTERNAL, message=f"internal error: {type(exc).__name__}: {str(exc)[:300]}", started_at=time.time())
+    failed = Exchange(
+        url=url, final_url=url, error=Reason.INTERNAL, message=f"internal error: {type(exc).__name__}: {str(exc)[:300]}", started_at=time.time()
+    )
     return PageResult(url, failed, [failed])
-

@@ -23,7 +23,9 @@ from ..store import Archive
 Extract = Callable[[warc.WarcLocation, str], Awaitable[Extraction]]
 
 
-async def recover(archive: Archive, files: list[Path], pages: list[PageToFetch], extract: Extract) -> list[tuple[PageToFetch, Exchange, Extraction | None]]:
+async def recover(
+    archive: Archive, files: list[Path], pages: list[PageToFetch], extract: Extract
+) -> list[tuple[PageToFetch, Exchange, Extraction | None]]:
     """Pages among `pages` (never captured yet) whose final response is in `files`."""
     wanted = {page.url: page for page in pages if not page.has_capture}
     if not wanted or not files:

@@ -47,20 +47,35 @@ class Renders:
     """The run's renders: one chromium (started at the first page that needs it), its tabs, and
     the answers to its requests."""
 
-    def __init__(self, archive: Archive, writer: warc.CaptureWriter, client: Client, budget: Budget, seen: Seen,
-                 options: FetchOptions, cookies: CookieJar | None, extract: Extract):
+    def __init__(
+        self,
+        archive: Archive,
+        writer: warc.CaptureWriter,
+        client: Client,
+        budget: Budget,
+        seen: Seen,
+        options: FetchOptions,
+        cookies: CookieJar | None,
+        extract: Extract,
+    ):
         self.archive, self.writer, self.client, self.budget, self.seen = archive, writer, client, budget, seen
         self.mode = BrowserMode(options.browser)
         self.max_bytes, self.extract = options.max_bytes, extract
-        self.renderer = Renderer(options.chromium or "chromium", tabs=options.browser_tabs or default_tabs(), timeout=options.timeout,
-                                 user_agent=options.user_agent, cookies=list(cookies) if cookies else [])
+        self.renderer = Renderer(
+            options.chromium or "chromium",
+            tabs=options.browser_tabs or default_tabs(),
+            timeout=options.timeout,
+            user_agent=options.user_agent,
+            cookies=list(cookies) if cookies else [],
+        )
         self.assets: dict[tuple[str, Reach], asyncio.Future[Exchange]] = {}  # asked for by a render in this run
 
     async def close(self) -> None:
         await self.renderer.close()
 
-    async def reason(self, location: WarcLocation | None, article: Extraction | None, blocked: str | None,
-                     gain: bool | None = None, basis: str | None = None) -> str | None:
+    async def reason(
+        self, location: WarcLocation | None, article: Extraction | None, blocked: str | None, gain: bool | None = None, basis: str | None = None
+    ) -> str | None:
         """Why the capture at `location` should be rendered (None: it should not). A page whose
         last render did not improve on this same HTTP text (`gain`, `basis`) is not rendered again."""
         if location is None:
@@ -86,8 +101,11 @@ class Renders:
         rendered = await self.renderer.render(capture.final_url, document, answers.answer)
         dom, shots = await asyncio.to_thread(self._write, capture, rendered)
         article, notes = None, list(rendered.notes)
-        still = blocked_reason(rendered.status or 200, rendered.final_url, page_url, rendered.dom[:65536].decode("utf-8", "replace")) \
-            if rendered.dom is not None else None
+        still = (
+            blocked_reason(rendered.status or 200, rendered.final_url, page_url, rendered.dom[:65536].decode("utf-8", "replace"))
+            if rendered.dom is not None
+            else None
+        )
         if still:
             rendered.error = rendered.error or RenderError.BLOCKED
             notes.append(f"still blocked after rendering: {still}")
@@ -98,10 +116,18 @@ class Renders:
         verdict, why = better(article, http)
         notes.append(f"kept the HTTP capture: {why}" if verdict != "render" else f"the render is the article: {why}")
         return Render(
-            final_url=rendered.final_url, status=rendered.status, error=rendered.error, note="; ".join(notes) or None, dom=dom,
-            screenshot=shots[0], full_screenshot=shots[1], article=article if verdict == "render" else None,
-            http_better=verdict == "http", basis=text_hash(http.text) if http is not None else None,
-            resources=answers.resources(), done=rendered.error != RenderError.CRASH,
+            final_url=rendered.final_url,
+            status=rendered.status,
+            error=rendered.error,
+            note="; ".join(notes) or None,
+            dom=dom,
+            screenshot=shots[0],
+            full_screenshot=shots[1],
+            article=article if verdict == "render" else None,
+            http_better=verdict == "http",
+            basis=text_hash(http.text) if http is not None else None,
+            resources=answers.resources(),
+            done=rendered.error != RenderError.CRASH,
         )
 
     def _document(self, capture: Exchange) -> Served:
@@ -138,8 +164,13 @@ class Renders:
         if url in self.seen.archived:
             row = await asyncio.to_thread(latest_resource, self.archive.db, url)
             if row is not None and row["warc_file"]:
-                return Exchange(url=url, final_url=url, status=200, content_type=row["content_type"],
-                                location=WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]))
+                return Exchange(
+                    url=url,
+                    final_url=url,
+                    status=200,
+                    content_type=row["content_type"],
+                    location=WarcLocation(row["warc_file"], row["warc_offset"], row["warc_length"]),
+                )
         key = (url, reach)
         waiting = self.seen.pending.get(key) or self.assets.get(key)
         if waiting is not None:
@@ -203,5 +234,6 @@ def http_article(row: dict) -> Extraction | None:
     """A saved page's HTTP article, as its row stores it (for comparing a render with)."""
     if row.get("status") not in (PageStatus.ARCHIVED, PageStatus.NO_TEXT):
         return None
-    return Extraction(status=PageStatus(row["status"]), kind="html", title=row.get("title"), text=row.get("text"),
-                      word_count=row.get("word_count") or 0)
+    return Extraction(
+        status=PageStatus(row["status"]), kind="html", title=row.get("title"), text=row.get("text"), word_count=row.get("word_count") or 0
+    )

@@ -72,5 +72,3 @@ def _css_text(folder, location: warc.WarcLocation, content_type: str | None) -> 
     except warc.WarcError:  # parsing costs seconds per megabyte: kept, not followed
         return None
     return decode_css(body, content_type)
-
-

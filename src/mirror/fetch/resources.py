@@ -47,7 +47,9 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
             return await asyncio.shield(seen.pending[key])  # a stop cancels this wait, not the fetch
         outcome = seen.pending[key] = asyncio.get_running_loop().create_future()
         try:
-            final = (await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout))[-1]
+            final = (await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout))[
+                -1
+            ]
             if final.ok:
                 seen.archived.add(image)
             elif not final.retryable and final.error != Reason.PRIVATE_ADDRESS:  # that one depends on the page
@@ -83,4 +85,3 @@ async def resources_tail(client: Client, image_tasks: list[asyncio.Task], done: 
             await asyncio.gather(*pending)
     client.defer_lookups(False)  # the browser pass looks names up again (its address rule needs them)
     return loop.time() - started
-

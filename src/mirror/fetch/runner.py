@@ -102,8 +102,17 @@ async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_rend
 class _Run:
     """One run's fetch: its client, writer and extraction pool, and what it has counted so far."""
 
-    def __init__(self, archive: Archive, options: FetchOptions, cookies: CookieJar | None, summary: Summary,
-                 pages: list[PageToFetch], on_page: PageHook | None, on_render: RenderHook | None, only: set[str] | None = None):
+    def __init__(
+        self,
+        archive: Archive,
+        options: FetchOptions,
+        cookies: CookieJar | None,
+        summary: Summary,
+        pages: list[PageToFetch],
+        on_page: PageHook | None,
+        on_render: RenderHook | None,
+        only: set[str] | None = None,
+    ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.only = on_page, on_render, only
         self.pool = extraction_pool(options.workers)
@@ -137,8 +146,11 @@ class _Run:
             if self.renders is not None:  # saved captures a run without a browser made, that need one
                 always = self.renders.mode is BrowserMode.ALWAYS
                 fetching = {page.url for page in self.pages} | set(recovered)
-                self.page_tasks += [asyncio.create_task(self.render_saved(row))
-                                    for row in self.archive.pages_to_render(always, THIN_WORDS, self.only) if row["url"] not in fetching]
+                self.page_tasks += [
+                    asyncio.create_task(self.render_saved(row))
+                    for row in self.archive.pages_to_render(always, THIN_WORDS, self.only)
+                    if row["url"] not in fetching
+                ]
             # images an interrupted run did not finish, or that a re-extraction found
             self.image_tasks.extend(asyncio.create_task(self.page_resources(*m)) for m in missing_images)
             await asyncio.gather(*self.page_tasks)
@@ -205,8 +217,11 @@ class _Run:
             except (asyncio.CancelledError, OSError, sqlite3.Error):
                 raise
             except Exception as exc:  # noqa: BLE001 - a render never costs the page its HTTP capture
-                result.render = Render(final_url=result.final.final_url, error=RenderError.FAILED,
-                                       note=f"internal error while rendering: {type(exc).__name__}: {str(exc)[:300]}")
+                result.render = Render(
+                    final_url=result.final.final_url,
+                    error=RenderError.FAILED,
+                    note=f"internal error while rendering: {type(exc).__name__}: {str(exc)[:300]}",
+                )
         self.done(page, result, article)
 
     async def rendered(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> Extraction | None:
@@ -333,8 +348,12 @@ class _Run:
             wanted = list(dict.fromkeys(found))
             for extra in wanted[MAX_IMAGES:]:  # a thousand hosts for one page would hold a thousand sockets
                 if extra not in self.seen.archived:
-                    fetched[extra] = Exchange(url=extra, final_url=extra, error=Reason.TOO_MANY,
-                                              message=f"the page shows more than {MAX_IMAGES} images: the rest are not fetched")
+                    fetched[extra] = Exchange(
+                        url=extra,
+                        final_url=extra,
+                        error=Reason.TOO_MANY,
+                        message=f"the page shows more than {MAX_IMAGES} images: the rest are not fetched",
+                    )
             await fetch(wanted[:MAX_IMAGES])
             if stylesheets:  # and what they load, so that the snapshot looks like the page
                 await requisites.capture(stylesheets, fetch, stylesheet)

@@ -79,4 +79,3 @@ def outcome_of(result: PageResult, page: PageToFetch) -> Outcome:
             return Outcome.UNCHANGED
         return Outcome(result.extraction.status) if result.extraction else Outcome.ARCHIVED
     return Outcome.GONE if page.has_capture else Outcome.FAILED
-

@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 
 __all__ = ["OFFLINE_HINT", "Budget", "Client", "HostGate", "Reach", "blocked_reason", "nameservers_from_env"]
 
-__getattr__ = lazy_exports(__name__, {
-    "OFFLINE_HINT": ".host_health", "Budget": ".gate", "Client": ".client", "HostGate": ".gate", "Reach": ".gate",
-    "blocked_reason": ".blocked", "nameservers_from_env": ".resolver",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "OFFLINE_HINT": ".host_health",
+        "Budget": ".gate",
+        "Client": ".client",
+        "HostGate": ".gate",
+        "Reach": ".gate",
+        "blocked_reason": ".blocked",
+        "nameservers_from_env": ".resolver",
+    },
+)

@@ -18,9 +18,7 @@ _LOGIN_PATH = re.compile(r"/(signin|sign_in|sign-in|login|logon|passport|account
 _PASSWORD_FORM = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
 # a title that is nothing but signing in ("Sign in - Google Accounts", "登录 - 知乎", "用户登录"),
 # not one that mentions it ("Login flows explained")
-_LOGIN_WORDS = re.compile(
-    r"^\s*((sign|log) ?in( to [^-|–—]{1,30})?|(用户|账号|帐号|请先|扫码)?登[录錄])\s*([-|–—:·].*)?$", re.I
-)
+_LOGIN_WORDS = re.compile(r"^\s*((sign|log) ?in( to [^-|–—]{1,30})?|(用户|账号|帐号|请先|扫码)?登[录錄])\s*([-|–—:·].*)?$", re.I)
 _TITLE = re.compile(r"<title[^>]*>([^<]{0,200})</title>", re.I)
 # A challenge page says a sentence or two; an article quoting it says much more.
 _CHALLENGE_TEXT = 400

@@ -19,6 +19,7 @@ HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 # is at most limit / 1032 cannot decode past the limit.
 MAX_DEFLATE_RATIO = 1032
 
+
 async def read_body(response: httpx.Response, max_bytes: int) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
     """The raw body, its decoded head, and whether it was cut at `max_bytes` (decoded)."""
     body = tempfile.SpooledTemporaryFile(max_size=1 << 20)

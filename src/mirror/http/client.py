@@ -68,8 +68,9 @@ class Client(Hops):
         self.writer = writer
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
         self.health = HostHealth(per_host, delay)
-        self.lookups = Lookups(resolver or Resolver(nameservers_from_env()), dead_names,
-                               look_ahead and not _proxies_set())  # (a proxy looks names up itself)
+        self.lookups = Lookups(
+            resolver or Resolver(nameservers_from_env()), dead_names, look_ahead and not _proxies_set()
+        )  # (a proxy looks names up itself)
         self._global = asyncio.Semaphore(concurrency)
         self._routes: dict[tuple[str, str | None], Route] = {}
         self._headers, self._cookies = headers, cookies

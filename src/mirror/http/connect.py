@@ -127,8 +127,9 @@ class CheckedAddresses(httpcore.AsyncNetworkBackend):
         self._resolved = resolved
         self._anyio = httpcore.AnyIOBackend()
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options=None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options=None
+    ) -> httpcore.AsyncNetworkStream:
         failed: httpcore.ConnectError | None = None
         for address in self._resolved(host.lower()) or [host]:
             try:
@@ -168,8 +169,7 @@ class CheckedTransport(httpx.AsyncBaseTransport):
         )
         with _as_httpx_errors():
             response = await self.pool.handle_async_request(sent)
-        return httpx.Response(response.status, headers=response.headers, stream=_Body(response), extensions=response.extensions,
-                              request=request)
+        return httpx.Response(response.status, headers=response.headers, stream=_Body(response), extensions=response.extensions, request=request)
 
     async def aclose(self) -> None:
         await self.pool.aclose()

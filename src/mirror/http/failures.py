@@ -38,7 +38,9 @@ def classify_error(exc: httpx.HTTPError) -> tuple[Reason, str]:
     if isinstance(exc, httpx.TimeoutException):
         return Reason.TIMEOUT, f"timed out: {text}"
     if isinstance(exc, httpx.ConnectError):
-        if any(s in lowered for s in ("name or service", "nodename nor servname", "getaddrinfo", "temporary failure in name", "no address associated")):
+        if any(
+            s in lowered for s in ("name or service", "nodename nor servname", "getaddrinfo", "temporary failure in name", "no address associated")
+        ):
             return Reason.DNS, f"host name not found: {text}"
         if "ssl" in lowered or "certificate" in lowered:
             return Reason.TLS, f"TLS failure: {text}"

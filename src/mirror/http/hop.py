@@ -44,8 +44,9 @@ class Hops:
     def _proxied(self, url: str) -> bool: ...
     async def reach_of(self, url: str, timeout: float | None = None, *, page: bool = False, resource: bool = False) -> Reach | Exchange: ...
 
-    async def _hop(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None,
-                   render_for: str | None = None) -> Exchange:
+    async def _hop(
+        self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None, render_for: str | None = None
+    ) -> Exchange:
         try:
             return await self._hop_unguarded(url, headers, original, budget, reach, render_for)
         except (httpx.InvalidURL, UnicodeError, ValueError, IndexError) as exc:  # idna and httpx refuse the URL
@@ -55,8 +56,9 @@ class Hops:
         except Exception as exc:  # noqa: BLE001 - one URL must never end the run
             return failed(url, url, Reason.INTERNAL, f"internal error: {type(exc).__name__}: {str(exc)[:300]}", give_up=True)
 
-    async def _hop_unguarded(self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None,
-                             render_for: str | None) -> Exchange:
+    async def _hop_unguarded(
+        self, url: str, headers: dict[str, str], original: str, budget: Budget | None, reach: Reach | None, render_for: str | None
+    ) -> Exchange:
         host = (urlsplit(url).netloc or "").lower()
         if self.health.refuses(url, host):
             return self.health.refused(url, host)
@@ -96,9 +98,15 @@ class Hops:
         if isinstance(where, Exchange):
             return where
         if reach is not None and where > reach:
-            return failed(url, url, Reason.PRIVATE_ADDRESS, f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
-                          "a page's redirects and resources go only to addresses no more private than the page's own "
-                          "(--allow-private to allow)", give_up=True)
+            return failed(
+                url,
+                url,
+                Reason.PRIVATE_ADDRESS,
+                f"{urlsplit(url).hostname} is a {where.name.lower()} address; "
+                "a page's redirects and resources go only to addresses no more private than the page's own "
+                "(--allow-private to allow)",
+                give_up=True,
+            )
         return None
 
     async def _send(self, request: _Request, host: str, budget: Budget | None) -> Exchange | tuple:

@@ -107,8 +107,13 @@ class Lookups:
                 continue  # an address: nothing to look up
             except ValueError:
                 pass
-            if (name in self.reach or name in self._lookups or name in self._ahead or name in self._failed_names
-                    or self._dead.get(name, 0) > time.time()):
+            if (
+                name in self.reach
+                or name in self._lookups
+                or name in self._ahead
+                or name in self._failed_names
+                or self._dead.get(name, 0) > time.time()
+            ):
                 continue
             self._ahead[name] = None
             self._start(name)
@@ -150,13 +155,13 @@ def _resource_hosts(html_head: bytes, own: str) -> list[str]:
     names: list[str] = []
     for match in _SLASHES_HOST.finditer(html_head):
         start = match.start()
-        attribute = _RESOURCE_ATTRIBUTE.search(html_head[max(0, start - 30):start])
+        attribute = _RESOURCE_ATTRIBUTE.search(html_head[max(0, start - 30) : start])
         if attribute is None:
             continue
         if attribute[1]:  # href: only a stylesheet's or a preload's <link> (not canonical, alternate, ...)
             tag = html_head.rfind(b"<", 0, start)
             end = html_head.find(b">", start)
-            element = html_head[tag + 1:end if end >= 0 else len(html_head)].lower()
+            element = html_head[tag + 1 : end if end >= 0 else len(html_head)].lower()
             if not element.startswith(b"link") or not (b"stylesheet" in element or b"preload" in element):
                 continue
         try:

@@ -155,7 +155,7 @@ async def _table_search(datasette, scope) -> str | None:
     query = next((value for key, value in args if key == "_search"), "")
     if not query.strip() or any(key != "_search" and not (key == "_sort" and value in ("", "url")) for key, value in args):
         return None
-    return query if path[len(base):-len("/pages")] == await archive_name(datasette) else None
+    return query if path[len(base) : -len("/pages")] == await archive_name(datasette) else None
 
 
 @hookimpl
@@ -189,7 +189,7 @@ def menu_links(datasette, actor, request):
 METADATA = {
     "title": "mirror: your reading lists, archived",
     "description_html": (
-        'Every link from your seed documents, fetched, extracted and readable offline. '
+        "Every link from your seed documents, fetched, extracted and readable offline. "
         '<a href="/-/mirror/search">Search saved articles</a> · '
         '<a href="/mirror/link_health">Link health</a> · <a href="/mirror/link_rot">Link rot</a> · '
         '<a href="/mirror/failures">Failures by reason</a>'
@@ -223,7 +223,7 @@ METADATA = {
                 "link_health": {
                     "title": "Link health",
                     "description": "Per reading list: how many links are alive, changed, moved, gone, soft 404s, blocked, or saved "
-                                   "only from the Wayback Machine, and since when (mirror check keeps it current).",
+                    "only from the Wayback Machine, and since when (mirror check keeps it current).",
                 },
                 "warc_files": {"hidden": True},
                 "dead_names": {"hidden": True},

@@ -19,7 +19,9 @@ from ..warc import WarcError, read_payload
 from ._permissions import can_read_archive
 
 # Our own pages: scripts only from files datasette serves, never inline.
-READER_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'{known}; object-src 'none'; base-uri 'none'"
+READER_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'{known}; object-src 'none'; base-uri 'none'"
+)
 
 
 @functools.cache

@@ -147,8 +147,16 @@ def _adding_headers(send, added: list[tuple[bytes, bytes]]):
 
 
 async def _refuse(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), (b"cross-origin-resource-policy", b"same-origin"),
-    ]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+                (b"cross-origin-resource-policy", b"same-origin"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -53,8 +53,7 @@ async def home_view(datasette, request):
         [*params, PER_PAGE, (page - 1) * PER_PAGE],
     )
     recent = await db.execute(
-        "select id, title, url, sitename, host, fetched_at from pages where status = 'archived' "
-        "order by fetched_at desc limit ?",
+        "select id, title, url, sitename, host, fetched_at from pages where status = 'archived' order by fetched_at desc limit ?",
         [RECENT],
     )
     rows, recent = [dict(r) for r in rows], [dict(r) for r in recent]
@@ -89,7 +88,9 @@ async def home_view(datasette, request):
         "next_url": page_url(page + 1) if page < pages_count else None,
         "seed_url": lambda name: datasette.urls.path("/") + "?" + urlencode({"seed": name}),
     }
-    return Response.html(await datasette.render_template("mirror_home.html", context, request=request), headers={"Content-Security-Policy": reader_csp()})
+    return Response.html(
+        await datasette.render_template("mirror_home.html", context, request=request), headers={"Content-Security-Policy": reader_csp()}
+    )
 
 
 # Counts that walk every page or link (131 ms and 34 ms at a million), kept until the archive is
@@ -139,8 +140,7 @@ async def _unlinked(db, columns: set[str]) -> int | None:
     candidates = "and (seeds = '[]' or seeds is null) " if "seeds" in columns else ""
     try:
         result = await db.execute(
-            f"select count(*) from pages where status = ? {candidates}"
-            "and not exists (select 1 from links where links.url = pages.url)",
+            f"select count(*) from pages where status = ? {candidates}and not exists (select 1 from links where links.url = pages.url)",
             [PageStatus.PENDING.value],
         )
     except QueryInterrupted:
@@ -165,7 +165,10 @@ async def _health(db) -> list[dict]:
         return []
     lists: dict[str, dict] = {}
     for row in rows:
-        lists.setdefault(row["reading_list"], {"reading_list": row["reading_list"], "states": {}})["states"][row["health"]] = (row["links"], row["since"])
+        lists.setdefault(row["reading_list"], {"reading_list": row["reading_list"], "states": {}})["states"][row["health"]] = (
+            row["links"],
+            row["since"],
+        )
     for entry in lists.values():
         entry["states"] = [(state, *entry["states"][state]) for state in HEALTH_ORDER if state in entry["states"]]
     return list(lists.values())

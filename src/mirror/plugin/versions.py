@@ -23,20 +23,31 @@ _CONTEXT = 160  # characters of unchanged text kept on each side of a change
 MAX_DIFF_CHARS = 100_000  # of each version: a diff of longer texts compares their beginnings
 MAX_PAIRS = 2_000_000  # tokens before x tokens after in one changed stretch: past it, the stretch is marked whole
 EXTRACT_SECONDS = 20.0  # for re-extracting an older version's text from its capture
-_WORDS = {"first": "first capture", "same": "unchanged", "changed": "changed", "moved": "moved", "gone": "gone",
-          "soft_404": "soft 404", "blocked": "blocked", "failed": "could not check"}
+_WORDS = {
+    "first": "first capture",
+    "same": "unchanged",
+    "changed": "changed",
+    "moved": "moved",
+    "gone": "gone",
+    "soft_404": "soft 404",
+    "blocked": "blocked",
+    "failed": "could not check",
+}
 
 
 async def versions_for_reader(datasette, db, page: dict) -> list[dict]:
     """The page's versions, newest first, with what the reader shows of each."""
     rows = await _read(db, health.versions_of, page["url"])
     path = datasette.urls.path
-    entries = [{
-        **row,
-        "what": _WORDS.get(row["state"], row["state"]),
-        "snapshot": path(f"/-/mirror/page/{page['id']}/version/{row['id']}") if row["warc_file"] and row["state"] not in ("failed",) else None,
-        "comparable": row["text_hash"] is not None or row["revisit_of"] is not None,  # (a revisit's text is its original's)
-    } for row in rows]
+    entries = [
+        {
+            **row,
+            "what": _WORDS.get(row["state"], row["state"]),
+            "snapshot": path(f"/-/mirror/page/{page['id']}/version/{row['id']}") if row["warc_file"] and row["state"] not in ("failed",) else None,
+            "comparable": row["text_hash"] is not None or row["revisit_of"] is not None,  # (a revisit's text is its original's)
+        }
+        for row in rows
+    ]
     comparable = [entry for entry in entries if entry["comparable"]]
     for entry, side in zip(comparable[:2], ("new", "old"), strict=False):  # the newest two, picked
         entry["checked"] = side
@@ -51,7 +62,10 @@ async def compare_view(datasette, request):
     texts = [await _text(db, page, v) for v in versions]
     marked = await asyncio.to_thread(diff_html, texts[0], texts[1])
     context = {
-        "page": page, "a": versions[0], "b": versions[1], "diff": marked,
+        "page": page,
+        "a": versions[0],
+        "b": versions[1],
+        "diff": marked,
         "changed": changed_fraction(texts[0], texts[1]),
         "reader": datasette.urls.path(f"/-/mirror/page/{page_id}"),
         "what": _WORDS,
@@ -68,8 +82,18 @@ async def _version(db, page_id: int, value: str | None) -> dict:
         raise _Missing(f"no version {value} of this page")
     if version["text_hash"] is None and version["revisit_of"]:  # a revisit or a 304: its text is the version it repeats
         repeated = await _read(db, health.version_of, page_id, version["revisit_of"])
-        version = {**version, "text_hash": repeated["text_hash"], "warc_file": repeated["warc_file"], "warc_offset": repeated["warc_offset"],
-                   "warc_length": repeated["warc_length"], "revisit_of": None} if repeated else version
+        version = (
+            {
+                **version,
+                "text_hash": repeated["text_hash"],
+                "warc_file": repeated["warc_file"],
+                "warc_offset": repeated["warc_offset"],
+                "warc_length": repeated["warc_length"],
+                "revisit_of": None,
+            }
+            if repeated
+            else version
+        )
     if version["text_hash"] is None:
         raise _BadRequest(f"version {value} has no article to compare (it was {_WORDS.get(version['state'], version['state'])})")
     return version
@@ -119,8 +143,8 @@ def _words(before: str, after: str) -> str:
     tail = 0
     while tail < min(len(x), len(y)) - head and x[-1 - tail] == y[-1 - tail]:
         tail += 1
-    same_start, same_end = html.escape("".join(x[:head])), html.escape("".join(x[len(x) - tail:]))
-    x, y = x[head:len(x) - tail], y[head:len(y) - tail]
+    same_start, same_end = html.escape("".join(x[:head])), html.escape("".join(x[len(x) - tail :]))
+    x, y = x[head : len(x) - tail], y[head : len(y) - tail]
     if len(x) * len(y) > MAX_PAIRS:  # too long to match word by word in bounded time: the stretch changed whole
         changed = (f"<del>{html.escape(''.join(x))}</del>" if x else "") + (f"<ins>{html.escape(''.join(y))}</ins>" if y else "")
         return same_start + changed + same_end
@@ -142,5 +166,5 @@ def _unchanged(text: str, *, first: bool, last: bool) -> str:
     keep_end = 0 if last else _CONTEXT
     if len(text) <= keep_start + keep_end + 40:
         return html.escape(text)
-    head, tail = text[:keep_start], text[len(text) - keep_end:] if keep_end else ""
+    head, tail = text[:keep_start], text[len(text) - keep_end :] if keep_end else ""
     return f'{html.escape(head)}<span class="mirror-elided">…</span>{html.escape(tail)}'

@@ -29,7 +29,9 @@ from .snapshot_styles import apply_styles, collect_styles, is_font, is_styleshee
 from .versions import versions_for_reader
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
-SNAPSHOT_CSP = "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
+SNAPSHOT_CSP = (
+    "sandbox; default-src 'none'; img-src 'self' data: {origin}; style-src 'unsafe-inline' {origin}; font-src {origin} data:; frame-ancestors 'self'"
+)
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 # Parse every link, whatever its scheme: nh3 then drops hrefs that are not
 # http(s) and keeps the words (markdown-it would leave "[words](javascript:…)").
@@ -242,9 +244,21 @@ def defuse_html(page: str, base: str, archived: set[str], datasette) -> str:
     from lxml_html_clean import Cleaner
 
     cleaner = Cleaner(
-        scripts=True, javascript=True, comments=True, style=False, inline_style=False, links=True, meta=True,
-        page_structure=False, processing_instructions=True, embedded=True, frames=True, forms=True,
-        annoying_tags=False, remove_unknown_tags=False, safe_attrs_only=False,
+        scripts=True,
+        javascript=True,
+        comments=True,
+        style=False,
+        inline_style=False,
+        links=True,
+        meta=True,
+        page_structure=False,
+        processing_instructions=True,
+        embedded=True,
+        frames=True,
+        forms=True,
+        annoying_tags=False,
+        remove_unknown_tags=False,
+        safe_attrs_only=False,
     )
     try:
         tree = lxml.html.document_fromstring(page)

@@ -6,7 +6,18 @@ import re
 
 from .._util.segment import BARRIER, is_cjk, word_runs
 
-__all__ = ["MAX_LIMIT", "MAX_QUERY_CHARS", "MAX_TERMS", "TIME_LIMIT", "SearchError", "SearchTimeout", "build_match", "check_query", "cjk_words", "parse_limit"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "TIME_LIMIT",
+    "SearchError",
+    "SearchTimeout",
+    "build_match",
+    "check_query",
+    "cjk_words",
+    "parse_limit",
+]
 
 # Bounds on what one search may cost: every path (CLI, JSON API, the plugin's
 # page, datasette's table search) goes through build_match and these limits.

@@ -78,16 +78,18 @@ def _filters(site: str | None, seed: str | None, section: str | None) -> tuple[d
     return where, params
 
 
-def unmatched_filters(db: sqlite_utils.Database | sqlite3.Connection, *, site: str | None = None, seed: str | None = None,
-                      section: str | None = None) -> list[str]:
+def unmatched_filters(
+    db: sqlite_utils.Database | sqlite3.Connection, *, site: str | None = None, seed: str | None = None, section: str | None = None
+) -> list[str]:
     """The filters (`site`, `seed`, `section`) that no archived page passes: a search that found
     nothing says which filter was the cause, not that no article has the words."""
     conn = getattr(db, "conn", db)
     where, params = _filters(site, seed, section)
     unmatched = []
     for name, condition in where.items():
-        if not conn.execute(f"select 1 from pages where status = :archived and {condition} limit 1",
-                            {**params, "archived": PageStatus.ARCHIVED}).fetchone():
+        if not conn.execute(
+            f"select 1 from pages where status = :archived and {condition} limit 1", {**params, "archived": PageStatus.ARCHIVED}
+        ).fetchone():
             unmatched.append(name)
     return unmatched
 
@@ -130,7 +132,7 @@ def search(
         with top as (
             select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
             from {FTS_TABLE} {join}
-            where {' and '.join(where)}
+            where {" and ".join(where)}
             order by rank
             limit :limit
         )
@@ -167,12 +169,12 @@ def ranking_floor(conn: sqlite3.Connection, match: str, most: int | None = None)
     """The smallest page id ranked when `match` has more than `most` matches (the newest `most`
     are), else None: every match is ranked. Both reads walk ids only, newest first (no bm25)."""
     most = RANKED_AT_MOST if most is None else most
-    matches = conn.execute(f"select count(*) from (select rowid from {FTS_TABLE} where {FTS_TABLE} match ? limit {most + 1})",
-                           [match]).fetchone()[0]
+    matches = conn.execute(f"select count(*) from (select rowid from {FTS_TABLE} where {FTS_TABLE} match ? limit {most + 1})", [match]).fetchone()[0]
     if matches <= most:
         return None
-    return conn.execute(f"select rowid from {FTS_TABLE} where {FTS_TABLE} match ? order by rowid desc limit 1 offset {most - 1}",
-                        [match]).fetchone()[0]
+    return conn.execute(f"select rowid from {FTS_TABLE} where {FTS_TABLE} match ? order by rowid desc limit 1 offset {most - 1}", [match]).fetchone()[
+        0
+    ]
 
 
 def _health(conn: sqlite3.Connection) -> str:
@@ -203,9 +205,7 @@ def _deadline(conn: sqlite3.Connection, seconds: float) -> Iterator[None]:
             raise KeyboardInterrupt from None
         if "interrupt" not in str(exc).lower():
             raise
-        raise SearchTimeout(
-            f"the search was stopped after {seconds:g} s; use fewer words, rarer words or longer prefixes"
-        ) from None
+        raise SearchTimeout(f"the search was stopped after {seconds:g} s; use fewer words, rarer words or longer prefixes") from None
     finally:
         conn.set_progress_handler(None, 0)
 
@@ -291,7 +291,7 @@ def _snippet(text: str, words: _Words, width: int = 100) -> str | None:
     start = max(0, first[0] - width // 3)
     end = start + width
     if len(folded) < len(text) and len(folded) < end + _LONGEST_WORD:
-        folded = _folded(text[:_word_end(text, end + _LONGEST_WORD)])  # the window's words end where they end
+        folded = _folded(text[: _word_end(text, end + _LONGEST_WORD)])  # the window's words end where they end
     pieces, at = [], start
     for match_start, match_end in words.finditer(folded, start, min(end, len(folded))):
         pieces += [text[at:match_start], _MARK_START, text[match_start:match_end], _MARK_END]

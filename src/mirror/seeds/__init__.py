@@ -24,7 +24,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
 
-__getattr__ = lazy_exports(__name__, {
-    "Inventory": ".documents", "Link": "mirror._types", "SeedError": ".documents", "decode_seed": ".documents", "links_from_urls": ".documents",
-    "parse_text": ".text", "read_seeds": ".documents", "normalize": "mirror.urls",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Inventory": ".documents",
+        "Link": "mirror._types",
+        "SeedError": ".documents",
+        "decode_seed": ".documents",
+        "links_from_urls": ".documents",
+        "parse_text": ".text",
+        "read_seeds": ".documents",
+        "normalize": "mirror.urls",
+    },
+)

@@ -135,4 +135,3 @@ def _seed_name(path: Path, base: Path) -> str:
         return resolved.relative_to(base).as_posix()
     except ValueError:
         return resolved.as_posix()
-

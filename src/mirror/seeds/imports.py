@@ -230,8 +230,9 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
     if url is None:
         warn(f"{seed}: a CSV without a url column (it has: {', '.join(list(columns)[:10]) or 'nothing'}); no links read")
         return []
-    title, tags, added, section = (next((columns[c] for c in names if c in columns), None)
-                                   for names in (_TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS, _SECTION_COLUMNS))
+    title, tags, added, section = (
+        next((columns[c] for c in names if c in columns), None) for names in (_TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS, _SECTION_COLUMNS)
+    )
     rows: list[Row] = []
     while True:
         try:
@@ -248,10 +249,17 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
         if not href:
             warn(f"{seed}: line {reader.line_num} has no URL; skipped")
             continue
-        rows.append((href, reader.line_num, 1, values[title] if title is not None and title < width else None,
-                     values[section] if section is not None and section < width else None,
-                     values[tags] if tags is not None and tags < width else None,
-                     values[added] if added is not None and added < width else None))
+        rows.append(
+            (
+                href,
+                reader.line_num,
+                1,
+                values[title] if title is not None and title < width else None,
+                values[section] if section is not None and section < width else None,
+                values[tags] if tags is not None and tags < width else None,
+                values[added] if added is not None and added < width else None,
+            )
+        )
     return rows
 
 

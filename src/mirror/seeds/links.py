@@ -81,10 +81,23 @@ def _link(url, url_as_written, seed, line, col, title, section, skip_reason, can
     """Link(...) at a third of the cost: a frozen dataclass's __init__ sets each field
     through object.__setattr__ (a second per million links)."""
     link = _new_object(Link)
-    _set_attribute(link, "__dict__", {
-        "url": url, "url_as_written": url_as_written, "seed": seed, "line": line, "col": col,
-        "title": title, "section": section, "skip_reason": skip_reason, "candidates": candidates, "tags": tags, "added": added,
-    })
+    _set_attribute(
+        link,
+        "__dict__",
+        {
+            "url": url,
+            "url_as_written": url_as_written,
+            "seed": seed,
+            "line": line,
+            "col": col,
+            "title": title,
+            "section": section,
+            "skip_reason": skip_reason,
+            "candidates": candidates,
+            "tags": tags,
+            "added": added,
+        },
+    )
     return link
 
 
@@ -179,7 +192,7 @@ def _find_links(line: str) -> list[_Found]:
         if not taken.free(m.start(), m.end()):
             continue
         start, written = _unglue_domain(line, m.start(), m[1]), _trim_url(m[0])
-        written = written[start - m.start():]
+        written = written[start - m.start() :]
         hits.append(_Found(start, start + len(written), written, None))
         taken.take(m.start(), m.end())
     taken.commit()
@@ -229,7 +242,7 @@ def _unglue_domain(line: str, start: int, host: str) -> int:
     label = host.split(".")[0]
     if label.islower() or label.isdigit():
         return start
-    before = re.findall(r"[A-Za-z0-9]+", line[max(0, start - 200):start].lower())  # the cells just before
+    before = re.findall(r"[A-Za-z0-9]+", line[max(0, start - 200) : start].lower())  # the cells just before
     for cut in range(1, len(label)):
         rest, glued = label[cut:], label[:cut]
         if not rest[0].islower():
@@ -247,11 +260,11 @@ def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
     """
     hit = hits[i]
     prev_end = hits[i - 1].end if i else 0
-    before = _clean_title(line[prev_end:hit.start])
+    before = _clean_title(line[prev_end : hit.start])
     if before:
         return before
     next_start = hits[i + 1].start if i + 1 < len(hits) else len(line)
-    return _clean_title(line[hit.end:next_start]) or None
+    return _clean_title(line[hit.end : next_start]) or None
 
 
 _EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")

@@ -43,7 +43,17 @@ __all__ = [
 ]
 
 # (lazy: `mirror search` reads the schema and the queries, never the writers)
-__getattr__ = lazy_exports(__name__, {
-    "Archive": ".archive", "ArchiveReader": ".reader", "ArchiveError": ".folder", "ArchiveLocked": ".folder", "now": ".folder",
-    "DB_NAME": ".schema", "FACETS_INDEX": ".schema", "InventoryStats": ".writers", "PageToFetch": "mirror._types",
-})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Archive": ".archive",
+        "ArchiveReader": ".reader",
+        "ArchiveError": ".folder",
+        "ArchiveLocked": ".folder",
+        "now": ".folder",
+        "DB_NAME": ".schema",
+        "FACETS_INDEX": ".schema",
+        "InventoryStats": ".writers",
+        "PageToFetch": "mirror._types",
+    },
+)

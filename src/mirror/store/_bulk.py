@@ -50,9 +50,7 @@ class BulkWriter:
         if exc is None and self._error is not None:
             raise self._error
 
-    def insert(
-        self, verb: str, table: str, columns: Sequence[str], rows: Iterable[Sequence], fixed: dict[str, object] | None = None
-    ) -> None:
+    def insert(self, verb: str, table: str, columns: Sequence[str], rows: Iterable[Sequence], fixed: dict[str, object] | None = None) -> None:
         """`verb` ("insert", "insert or ignore") the rows into `columns` of `table`, each row
         followed by the `fixed` values (one for every row)."""
         fixed = fixed or {}

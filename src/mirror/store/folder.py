@@ -60,8 +60,7 @@ class ArchiveFolder:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise ArchiveLocked(
-                f"{self.path}: another mirror fetch (pid {holder}) is running on this archive; "
-                "wait for it to finish or stop it"
+                f"{self.path}: another mirror fetch (pid {holder}) is running on this archive; wait for it to finish or stop it"
             ) from None
         try:
             handle.seek(0)

@@ -70,8 +70,9 @@ class DuplicateWrites:
         original = self._original(url, final_url, extraction) if status == PageStatus.ARCHIVED else None
         return (PageStatus.DUPLICATE if original is not None else status), original
 
-    def _settle(self, url: str, final_url: str, was: str | None, status: PageStatus | None, original: str | None,
-                extraction: Extraction | None) -> None:
+    def _settle(
+        self, url: str, final_url: str, was: str | None, status: PageStatus | None, original: str | None, extraction: Extraction | None
+    ) -> None:
         """After a page's new status: an article is the original of those it is the address of;
         a page that stopped being one hands its duplicates on."""
         if status == PageStatus.ARCHIVED:
@@ -87,16 +88,23 @@ class DuplicateWrites:
 
         if normalize(final_url) != url:
             return
-        others = [row[0] for row in self.db.execute(
-            "select url from pages where url != :url and status = :archived and final_url = :final",
-            {"url": url, "final": final_url, "archived": PageStatus.ARCHIVED},
-        )]
+        others = [
+            row[0]
+            for row in self.db.execute(
+                "select url from pages where url != :url and status = :archived and final_url = :final",
+                {"url": url, "final": final_url, "archived": PageStatus.ARCHIVED},
+            )
+        ]
         if extraction is not None and extraction.title:
-            others += [other for other, other_final, text in self.db.execute(
-                "select url, final_url, text from pages where url != :url and status = :archived and canonical = :url and title = :title "
-            "order by id limit 20",
-                {"url": url, "archived": PageStatus.ARCHIVED, "title": extraction.title},
-            ) if other not in others and _same_site(other_final or other, url) and same_text(text, extraction.text)]
+            others += [
+                other
+                for other, other_final, text in self.db.execute(
+                    "select url, final_url, text from pages where url != :url and status = :archived and canonical = :url and title = :title "
+                    "order by id limit 20",
+                    {"url": url, "archived": PageStatus.ARCHIVED, "title": extraction.title},
+                )
+                if other not in others and _same_site(other_final or other, url) and same_text(text, extraction.text)
+            ]
         for other in others:
             _update_page(self.db, other, {"status": PageStatus.DUPLICATE, "same_as": url})
             _fts.unindex_page(self.db, self.db.execute("select id from pages where url = ?", [other]).fetchone()[0])
@@ -112,8 +120,7 @@ class DuplicateWrites:
         """`url` is no longer an archived article (re-fetched as no text, re-extracted): its
         duplicates are not hidden behind it. The first becomes the original, indexed again, and
         the others its duplicates. (`url` is now a duplicate of `original`: they are that one's.)"""
-        heirs = [row[0] for row in self.db.execute(
-            "select url from pages where same_as = ? and status = ? order by id", [url, PageStatus.DUPLICATE])]
+        heirs = [row[0] for row in self.db.execute("select url from pages where same_as = ? and status = ? order by id", [url, PageStatus.DUPLICATE])]
         if not heirs:
             return
         if original is not None:

@@ -102,8 +102,7 @@ class InventoryWrites:
 _LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "section", "tags", "added")
 _link_values = operator.attrgetter(*_LINK_COLUMNS[1:])  # a links row but its seed, in that order
 _link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "tags", "added", "seed", "line", "col")
-_UPDATE_LINK = ("update links set url = ?, url_as_written = ?, title = ?, section = ?, tags = ?, added = ? "
-                "where seed = ? and line = ? and col = ?")
+_UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section = ?, tags = ?, added = ? where seed = ? and line = ? and col = ?"
 _PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "id", "seeds", "sections")  # and first_seen
 _PLAIN_PAGE_COLUMNS = ("url", "host", "id", "seeds", "sections")  # a pending page: no error, no repairs
 # a page's seed files and sections, in the order their links were written (the links.url index's order)
@@ -161,9 +160,7 @@ def _drop_indexes(conn: sqlite3.Connection, table: str, adding: int) -> list[str
     """
     if adding < 10_000 or adding <= conn.execute(f"select coalesce(max(rowid), 0) from [{table}]").fetchone()[0]:
         return []
-    indexes = conn.execute(
-        "select name, sql from sqlite_master where type = 'index' and tbl_name = ? and sql is not null", [table]
-    ).fetchall()
+    indexes = conn.execute("select name, sql from sqlite_master where type = 'index' and tbl_name = ? and sql is not null", [table]).fetchall()
     for name, _ in indexes:
         conn.execute(f"drop index [{name}]")
     return [sql for _, sql in indexes]
@@ -237,9 +234,7 @@ def _glued_candidates(links: list[Link]) -> dict[str, list[str]]:
     return glued
 
 
-def _page_rows(
-    urls: list[str], first: dict[str, Link], glued: dict[str, list[str]], facets: dict[str, tuple], next_id: int
-) -> Iterator[tuple]:
+def _page_rows(urls: list[str], first: dict[str, Link], glued: dict[str, list[str]], facets: dict[str, tuple], next_id: int) -> Iterator[tuple]:
     """The new pages' values: `_PLAIN_PAGE_COLUMNS` for a pending page without glued-URL
     repairs (nearly every one), else `_PAGE_COLUMNS`."""
     no_facets = (None, None)

@@ -17,8 +17,15 @@ from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatu
 from .schema import article_markdown
 
 __all__ = [
-    "archived_resource_urls", "attempts_of", "find_page", "latest_resource", "origins", "page_by_id", "warc_location",
-    "warc_values", "with_markdown",
+    "archived_resource_urls",
+    "attempts_of",
+    "find_page",
+    "latest_resource",
+    "origins",
+    "page_by_id",
+    "warc_location",
+    "warc_values",
+    "with_markdown",
 ]
 
 
@@ -50,14 +57,16 @@ def with_markdown(page: dict | None) -> dict | None:
 
 def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> dict | None:
     """A page by its id, its URL (as written or `normalized`) or where it ended up."""
-    return with_markdown(next(
-        db.query(
-            "select * from pages where url = ? or url = ? or final_url = ? or id = ? "
-            "order by url = ? desc, url = ? desc, id limit 1",  # the URL as given wins, then as normalized
-            [key, normalized or key, key, int(key) if key.isdigit() and len(key) < 19 else -1, key, normalized or key],
-        ),
-        None,
-    ))
+    return with_markdown(
+        next(
+            db.query(
+                "select * from pages where url = ? or url = ? or final_url = ? or id = ? "
+                "order by url = ? desc, url = ? desc, id limit 1",  # the URL as given wins, then as normalized
+                [key, normalized or key, key, int(key) if key.isdigit() and len(key) < 19 else -1, key, normalized or key],
+            ),
+            None,
+        )
+    )
 
 
 def origins(db: sqlite_utils.Database, url: str) -> list[dict]:
@@ -69,8 +78,7 @@ def attempts_of(db: sqlite_utils.Database, url: str) -> list[dict]:
     """A page's request history, newest first."""
     return list(
         db.query(
-            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts "
-            "where url = ? order by id desc",
+            "select started_at, request_url, final_url, http_status, error, error_message, elapsed_ms from attempts where url = ? order by id desc",
             [url],
         )
     )
@@ -84,8 +92,7 @@ def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
     """The newest archived capture of a resource (image, stylesheet, font) at `url`."""
     return next(
         db.query(
-            "select warc_file, warc_offset, warc_length, content_type from resources "
-            "where url = ? and status = ? order by fetched_at desc limit 1",
+            "select warc_file, warc_offset, warc_length, content_type from resources where url = ? and status = ? order by fetched_at desc limit 1",
             [url, ResourceStatus.ARCHIVED],
         ),
         None,
@@ -97,8 +104,9 @@ class PipelineReads:
 
     db: sqlite_utils.Database
 
-    def pages_to_fetch(self, *, retry_failed: bool = False, refresh: bool = False, only: Iterable[str] | None = None,
-                       linked: bool = True) -> list[PageToFetch]:
+    def pages_to_fetch(
+        self, *, retry_failed: bool = False, refresh: bool = False, only: Iterable[str] | None = None, linked: bool = True
+    ) -> list[PageToFetch]:
         """The pages a run fetches: pending ones (failed ones too, or all, with `retry_failed`
         or `refresh`) among `only` (the pages the sources named link), else among the pages some
         reading list still links (`linked`; a link removed from every list is not fetched), else all."""
@@ -137,15 +145,12 @@ class PipelineReads:
 
     def captured_pages(self) -> list[tuple[str, str, WarcLocation]]:
         """(url, final_url, capture) of every page with a saved copy."""
-        rows = self.db.query(
-            "select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url"
-        )
+        rows = self.db.query("select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url")
         return [(r["url"], r["final_url"] or r["url"], warc_location(r)) for r in rows]
 
     def statuses_of(self, urls: list[str]) -> dict[str, int]:
         """How many of these pages have each status."""
-        rows = self.db.execute("select status, count(*) from pages where url in (select value from json_each(?)) group by status",
-                               [json.dumps(urls)])
+        rows = self.db.execute("select status, count(*) from pages where url in (select value from json_each(?)) group by status", [json.dumps(urls)])
         return dict(rows.fetchall())
 
     def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[dict]:
@@ -167,8 +172,13 @@ class PipelineReads:
                   or (status = :failed and error = :blocked and (rendered_at is null or rendered_at < checked_at))
                 order by id""",
             {
-                "archived": PageStatus.ARCHIVED, "no_text": PageStatus.NO_TEXT, "failed": PageStatus.FAILED,
-                "http": CaptureKind.HTTP, "live": Source.LIVE, "blocked": Reason.BLOCKED, "thin_words": int(thin_words),
+                "archived": PageStatus.ARCHIVED,
+                "no_text": PageStatus.NO_TEXT,
+                "failed": PageStatus.FAILED,
+                "http": CaptureKind.HTTP,
+                "live": Source.LIVE,
+                "blocked": Reason.BLOCKED,
+                "thin_words": int(thin_words),
             },
         )
         wanted = None if only is None else set(only)
@@ -178,8 +188,7 @@ class PipelineReads:
         """The latest response captured for a page's URL (a failed page's too)."""
         row = next(
             self.db.query(
-                "select warc_file, warc_offset, warc_length from attempts where url = ? and warc_file is not null "
-                "order by id desc limit 1",
+                "select warc_file, warc_offset, warc_length from attempts where url = ? and warc_file is not null order by id desc limit 1",
                 [url],
             ),
             None,

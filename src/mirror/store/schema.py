@@ -103,7 +103,18 @@ PAGES_COLUMNS = {
     "id": int,  # stable small number: the search index's rowid and reader-view address
 }
 EXTRACTED_COLUMNS = (
-    "kind", "title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown", "word_count", "images",
+    "kind",
+    "title",
+    "author",
+    "date",
+    "sitename",
+    "description",
+    "language",
+    "tags",
+    "text",
+    "markdown",
+    "word_count",
+    "images",
     "extract_note",
 )
 
@@ -207,13 +218,12 @@ def _baseline(db: sqlite_utils.Database) -> None:
     # the reading home's latest articles, and ranked table search's count and facets
     # (read from this index alone, never from the large page rows)
     db["pages"].create_index(["status", "fetched_at"], if_not_exists=True)
-    db["pages"].create_index(
-        ["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True
-    )
+    db["pages"].create_index(["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True)
     # the link_health view (the reading home's panel) reads each linked page's state from this index
     # alone: through the page rows, 100,000 links took more than datasette's second
-    db["pages"].create_index(["url", "status", "source", "health", "health_since", "warc_file"], index_name=HEALTH_INDEX, unique=True,
-                             if_not_exists=True)
+    db["pages"].create_index(
+        ["url", "status", "source", "health", "health_since", "warc_file"], index_name=HEALTH_INDEX, unique=True, if_not_exists=True
+    )
     if _fts.ensure_index(db):
         reindex_rows(db)
 
@@ -251,8 +261,20 @@ def _versions(db: sqlite_utils.Database) -> None:
         db.execute(
             "insert into versions (page_url, captured_at, how, state, http_status, final_url, text_hash, word_count, title, "
             "warc_file, warc_offset, warc_length) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [url, at, "browser" if capture == "browser" else source or "live", "first", status, final, text_hash(text), words,
-             title, file, offset, length],
+            [
+                url,
+                at,
+                "browser" if capture == "browser" else source or "live",
+                "first",
+                status,
+                final,
+                text_hash(text),
+                words,
+                title,
+                file,
+                offset,
+                length,
+            ],
         )
         db.execute("update pages set health = 'first', health_since = ? where url = ?", [at, url])
 
@@ -288,7 +310,16 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
 # 10: pages.render_gain and render_basis (the browser inside the fetch)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _baseline, _drop_status_index, _baseline, _baseline, _duplicates, _same_as_index, _versions, _baseline, _compact, _baseline,
+    _baseline,
+    _drop_status_index,
+    _baseline,
+    _baseline,
+    _duplicates,
+    _same_as_index,
+    _versions,
+    _baseline,
+    _compact,
+    _baseline,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -29,17 +29,24 @@ class VersionWrites:
         final: Exchange = result.final
         render = result.render if result.render is not None and result.render.won else None
         how = "browser" if render else Source.WAYBACK if result.source == Source.WAYBACK else Source.LIVE
-        self._add_version(result.url, stamp, how, state, extraction, {
-            "http_status": render.status if render else final.status,
-            "final_url": render.final_url if render else final.final_url,
-            "error": None if final.ok else final.error,
-            "note": note,
-            "changed": changed,
-            **warc_values(render.dom if render else final.location),
-            # a revisit or a 304 repeats the saved copy: its snapshot and its text are that version's
-            "revisit_of": before.saved_version if final.revisit or final.status == 304 else None,
-            "host_dead": 1 if final.host_dead else None,
-        })
+        self._add_version(
+            result.url,
+            stamp,
+            how,
+            state,
+            extraction,
+            {
+                "http_status": render.status if render else final.status,
+                "final_url": render.final_url if render else final.final_url,
+                "error": None if final.ok else final.error,
+                "note": note,
+                "changed": changed,
+                **warc_values(render.dom if render else final.location),
+                # a revisit or a 304 repeats the saved copy: its snapshot and its text are that version's
+                "revisit_of": before.saved_version if final.revisit or final.status == 304 else None,
+                "host_dead": 1 if final.host_dead else None,
+            },
+        )
         return state
 
     def _record_render_version(self, url: str, render: Render, stamp: str) -> None:
@@ -53,15 +60,27 @@ class VersionWrites:
             state = VersionState(made_from[0])
         else:
             state = VersionState.FIRST if before.text is None else VersionState.SAME if changed == 0 else VersionState.CHANGED
-        self._add_version(url, stamp, "browser", state, render.article, {
-            "http_status": render.status, "final_url": render.final_url, "changed": None if state == VersionState.FIRST else changed,
-            **warc_values(render.dom),
-        })
+        self._add_version(
+            url,
+            stamp,
+            "browser",
+            state,
+            render.article,
+            {
+                "http_status": render.status,
+                "final_url": render.final_url,
+                "changed": None if state == VersionState.FIRST else changed,
+                **warc_values(render.dom),
+            },
+        )
 
     def _add_version(self, url: str, stamp: str, how: str, state: VersionState, extraction: Extraction | None, more: dict) -> None:
         """One `versions` row, and the page's `health` (since when it has been so)."""
         row = {
-            "page_url": url, "captured_at": stamp, "how": how, "state": state,
+            "page_url": url,
+            "captured_at": stamp,
+            "how": how,
+            "state": state,
             "text_hash": text_hash(extraction.text) if extraction is not None else None,
             "word_count": extraction.word_count if extraction is not None else None,
             "title": extraction.title if extraction is not None else None,

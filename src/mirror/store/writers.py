@@ -194,8 +194,14 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             if render.article is not None:
                 self._record_render_version(url, render, stamp)
                 status, original = self._identify(url, render.final_url, render.article.status, render.article)
-                update |= _browser_values(render) | {"status": status, "same_as": original, "canonical": render.article.canonical,
-                                                     "error": None, "error_message": None, "fetched_at": stamp}
+                update |= _browser_values(render) | {
+                    "status": status,
+                    "same_as": original,
+                    "canonical": render.article.canonical,
+                    "error": None,
+                    "error_message": None,
+                    "fetched_at": stamp,
+                }
             _update_page(self.db, url, update)
             self._settle(url, render.final_url, was, status, original, render.article)
             if render.article is not None:
@@ -215,17 +221,19 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             if exchange.error == Reason.DEFERRED:
                 deferred = True
                 continue
-            rows.append({
-                "page_url": page_url,
-                "url": exchange.url,
-                "status": ResourceStatus.ARCHIVED if exchange.ok else ResourceStatus.FAILED,
-                "http_status": exchange.status,
-                "content_type": exchange.content_type,
-                "error": exchange.error,
-                "error_message": exchange.message,
-                **warc_values(exchange.location if exchange.ok else None),
-                "fetched_at": stamp,
-            })
+            rows.append(
+                {
+                    "page_url": page_url,
+                    "url": exchange.url,
+                    "status": ResourceStatus.ARCHIVED if exchange.ok else ResourceStatus.FAILED,
+                    "http_status": exchange.status,
+                    "content_type": exchange.content_type,
+                    "error": exchange.error,
+                    "error_message": exchange.message,
+                    **warc_values(exchange.location if exchange.ok else None),
+                    "fetched_at": stamp,
+                }
+            )
         with self.db.atomic():
             _insert_many(self.db, "resources", rows, verb="insert or replace")
             if done and not deferred:
@@ -252,9 +260,7 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
                 _insert_many(self.db, "dead_names", [{"name": n, "until": u} for n, u in names.items()], verb="insert or replace")
 
 
-def _capture_values(
-    result: PageResult, stamp: str, status: PageStatus, original: str | None, extraction: Extraction | None
-) -> dict[str, object]:
+def _capture_values(result: PageResult, stamp: str, status: PageStatus, original: str | None, extraction: Extraction | None) -> dict[str, object]:
     """The page's columns after a fetch that captured it (a 304 aside): what the response says,
     where it is in the WARC files (the rendered DOM's, when the browser's article won), and the
     status `_identify` gave it."""

@@ -17,6 +17,24 @@ from .read import READ_LIMIT, Response, WarcError, original, payload_coding, rea
 from .write import DEFAULT_ROTATE_BYTES, PAGE_HEADER, RENDER_HEADER, WARC_DIR, Capture, CaptureWriter, Derived, Original, payload_digest
 
 __all__ = [
-    "DEFAULT_ROTATE_BYTES", "PAGE_HEADER", "READ_LIMIT", "RENDER_HEADER", "WARC_DIR", "Capture", "CaptureWriter", "Derived", "Original", "Response", "WarcError",
-    "WarcLocation", "original", "payload_coding", "payload_digest", "read_head", "read_payload", "record_id", "repair", "responses",
+    "DEFAULT_ROTATE_BYTES",
+    "PAGE_HEADER",
+    "READ_LIMIT",
+    "RENDER_HEADER",
+    "WARC_DIR",
+    "Capture",
+    "CaptureWriter",
+    "Derived",
+    "Original",
+    "Response",
+    "WarcError",
+    "WarcLocation",
+    "original",
+    "payload_coding",
+    "payload_digest",
+    "read_head",
+    "read_payload",
+    "record_id",
+    "repair",
+    "responses",
 ]

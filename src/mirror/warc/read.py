@@ -108,8 +108,12 @@ def original(archive_dir: Path, location: WarcLocation) -> Original | None:
             headers = record.rec_headers
             if record.rec_type != "response" or not headers.get_header("WARC-Payload-Digest"):
                 return None
-            return Original(headers.get_header("WARC-Record-ID"), headers.get_header("WARC-Target-URI"),
-                            headers.get_header("WARC-Date"), headers.get_header("WARC-Payload-Digest"))
+            return Original(
+                headers.get_header("WARC-Record-ID"),
+                headers.get_header("WARC-Target-URI"),
+                headers.get_header("WARC-Date"),
+                headers.get_header("WARC-Payload-Digest"),
+            )
     except (WarcError, ArchiveLoadFailed, ValueError, EOFError, zlib.error, OSError):
         return None
     return None

@@ -32,8 +32,9 @@ class Subset:
     started: set[str] = field(default_factory=set)  # pages whose fetch's first response was copied
 
 
-def copy_records(archive_dir: Path, out: Path, *, locations: Collection[tuple[str, int]], pages: Collection[str],
-                 software: str, redirected: Collection[str] = ()) -> Subset:
+def copy_records(
+    archive_dir: Path, out: Path, *, locations: Collection[tuple[str, int]], pages: Collection[str], software: str, redirected: Collection[str] = ()
+) -> Subset:
     """Write to `out` a warcinfo record, then every record that is at one of `locations` (file,
     offset), was fetched or rendered for one of `pages`, or points at a record kept (a rendered
     DOM, a screenshot); no request record.
@@ -104,9 +105,11 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
                 if record.format != "warc":  # warcio reads any bytes as an old ARC record
                     return False
                 headers = record.rec_headers
-                keep = ((path.name, records.get_record_offset()) in wanted
-                        or (headers.get_header(PAGE_HEADER) or headers.get_header(RENDER_HEADER)) in pages
-                        or headers.get_header(_POINTER) in kept_ids)
+                keep = (
+                    (path.name, records.get_record_offset()) in wanted
+                    or (headers.get_header(PAGE_HEADER) or headers.get_header(RENDER_HEADER)) in pages
+                    or headers.get_header(_POINTER) in kept_ids
+                )
                 records.read_to_end(record)
                 if not keep or record.rec_type == "request":
                     continue
@@ -123,5 +126,6 @@ def _copy_file(path: Path, sink, wanted: set[tuple[str, int]], pages: set[str], 
 
 def _warcinfo(filename: str, software: str):
     writer = WARCWriter(None, gzip=True)
-    return writer.create_warcinfo_record(filename, {"software": software, "format": "WARC File Format 1.0",
-                                                    "description": "pages exported from a mirror archive"})
+    return writer.create_warcinfo_record(
+        filename, {"software": software, "format": "WARC File Format 1.0", "description": "pages exported from a mirror archive"}
+    )

@@ -37,7 +37,9 @@ DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
 # Payloads that are compressed already (images, archives, gzip-encoded bodies) are stored in
 # their gzip member without trying to compress them again: the same bytes, no CPU.
-_COMPRESSED_TYPES = re.compile(r"^(image/(?!svg|bmp|x-icon|vnd\.microsoft)|video/|audio/|font/woff|application/(zip|gzip|x-gzip|x-7z|x-rar|x-xz|zstd|pdf|woff))", re.I)
+_COMPRESSED_TYPES = re.compile(
+    r"^(image/(?!svg|bmp|x-icon|vnd\.microsoft)|video/|audio/|font/woff|application/(zip|gzip|x-gzip|x-7z|x-rar|x-xz|zstd|pdf|woff))", re.I
+)
 _COMPRESSED_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
 # Hop-by-hop framing that no longer describes the de-chunked payload we store.
 _FRAMING = {"transfer-encoding", "content-length"}
@@ -220,8 +222,12 @@ def _revisit_record(capture: Capture, date: str, original: Original) -> bytes:
     """The head of `capture`'s response, as a revisit of `original` (whose payload it repeats)."""
     http_response = _response_head(capture)
     extra = [(k, v) for k, v in (capture.extra_warc_headers or {}).items() if k != PAGE_HEADER]
-    extra += [("WARC-Profile", REVISIT_PROFILE), ("WARC-Refers-To", original.record_id),
-              ("WARC-Refers-To-Target-URI", original.url), ("WARC-Refers-To-Date", original.date)]
+    extra += [
+        ("WARC-Profile", REVISIT_PROFILE),
+        ("WARC-Refers-To", original.record_id),
+        ("WARC-Refers-To-Target-URI", original.url),
+        ("WARC-Refers-To-Date", original.date),
+    ]
     return _record("revisit", _record_id(), capture.url, date, extra, http_response, None, GZIP_LEVEL, original.payload_digest)
 
 
@@ -241,8 +247,17 @@ def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
     return response, request
 
 
-def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[str, str]], http: StatusAndHeaders,
-            body: BinaryIO | None, level: int, payload_digest: str | None = None) -> bytes:
+def _record(
+    kind: str,
+    record_id: str,
+    url: str,
+    date: str,
+    extra: list[tuple[str, str]],
+    http: StatusAndHeaders,
+    body: BinaryIO | None,
+    level: int,
+    payload_digest: str | None = None,
+) -> bytes:
     """One record as one gzip member; the body is read in pieces (it may be tens of megabytes)."""
     block = _head_bytes(http)
     payload, whole, size = hashlib.sha1(), hashlib.sha1(block), 0
@@ -251,9 +266,15 @@ def _record(kind: str, record_id: str, url: str, date: str, extra: list[tuple[st
         whole.update(piece)
         size += len(piece)
     fields = [
-        ("WARC-Type", kind), ("WARC-Record-ID", record_id), ("WARC-Target-URI", url), ("WARC-Date", date), *extra,
-        ("WARC-Payload-Digest", payload_digest or _sha1(payload)), ("WARC-Block-Digest", _sha1(whole)),
-        ("Content-Type", f"application/http; msgtype={'response' if kind == 'revisit' else kind}"), ("Content-Length", str(len(block) + size)),
+        ("WARC-Type", kind),
+        ("WARC-Record-ID", record_id),
+        ("WARC-Target-URI", url),
+        ("WARC-Date", date),
+        *extra,
+        ("WARC-Payload-Digest", payload_digest or _sha1(payload)),
+        ("WARC-Block-Digest", _sha1(whole)),
+        ("Content-Type", f"application/http; msgtype={'response' if kind == 'revisit' else kind}"),
+        ("Content-Length", str(len(block) + size)),
     ]
     head = "WARC/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields) + "\r\n"  # as warcio: UTF-8
     compressor = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
@@ -312,7 +333,11 @@ def _derived_record(writer: WARCWriter, item: Derived):
     if item.refers_to_url:
         headers["WARC-Refers-To-Target-URI"] = item.refers_to_url
     return writer.create_warc_record(
-        item.url, item.record_type, payload=io.BytesIO(item.body), length=len(item.body), warc_content_type=item.content_type,
+        item.url,
+        item.record_type,
+        payload=io.BytesIO(item.body),
+        length=len(item.body),
+        warc_content_type=item.content_type,
         warc_headers_dict=headers,
     )
 
@@ -323,4 +348,3 @@ def _target(url: str) -> str:
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return quote(target, safe="!#$%&'()*+,/:;=?@[]~")
-
