@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+RUNS = Path(__file__).resolve().parent / "runs"
 
 
 @dataclass
@@ -76,13 +77,24 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def report(kind: str, rows: list[tuple[str, str]], record: bool) -> None:
-    """Print the result table; with `record`, append it to RESULTS.md with machine, date and command."""
-    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
-    print(table)
+    """Print the result table; with `record`, append the run to bench/runs/<script>.jsonl.
+
+    One JSON object a line (date, bench, title, command, machine, rows as name -> value): the
+    raw runs are data, kept whole and appended, never edited; bench/RESULTS.md holds only the
+    latest figure of each target, written by a person who read these.
+    """
+    print("\n".join(f"| {name} | {value} |" for name, value in rows))
     if record:
-        command = f"python bench/{Path(sys.argv[0]).name} " + " ".join(sys.argv[1:])
-        with open(RESULTS, "a", encoding="utf-8") as out:
-            out.write(
-                f"\n### {kind}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
-                f"`{command}` on {machine()}\n\n| measure | result |\n| --- | --- |\n{table}\n"
-            )
+        script = Path(sys.argv[0])
+        run = {
+            "date": f"{datetime.now(UTC):%Y-%m-%dT%H:%MZ}",
+            "bench": script.stem,
+            "title": kind,
+            "command": " ".join(["python", f"bench/{script.name}", *sys.argv[1:]]),
+            "machine": machine(),
+            "rows": {name.strip(): value for name, value in rows},
+        }
+        RUNS.mkdir(exist_ok=True)
+        with open(RUNS / f"{script.stem}.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps(run, ensure_ascii=False) + "\n")
+        print(f"recorded in {(RUNS / f'{script.stem}.jsonl').relative_to(RUNS.parent.parent)}")

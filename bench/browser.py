@@ -115,7 +115,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--tabs", type=int, default=2, help="--browser-tabs")
     parser.add_argument("--timeout", type=float, default=30)
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/browser.jsonl")
     args = parser.parse_args()
 
     web, port, _ = start_web(args.hosts, args.latency_ms, 0, dns=False)  # images from the pages' own hosts only

@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--per-host", type=int, default=2)
     parser.add_argument("--delay", type=float, default=0.0)
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/check.jsonl")
     parser.add_argument("--loop", type=Path, help=argparse.SUPPRESS)  # (the baseline, in a process of its own)
     args = parser.parse_args()
     if args.loop:

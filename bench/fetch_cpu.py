@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--per-host", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/fetch_cpu.jsonl")
     args = parser.parse_args()
 
     web, port, _ = start_web(args.hosts, args.latency_ms, args.image_hosts, dns=False)

@@ -233,7 +233,7 @@ def measure(root: Path) -> dict[str, dict[str, Tally]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the shared corpus folder")
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/images.jsonl")
     parser.add_argument("--missed", action="store_true", help="list the pages where images were missed or shown wrongly")
     args = parser.parse_args()
     rows = []

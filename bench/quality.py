@@ -151,7 +151,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="the shared corpus folder")
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per corpus (a quick check)")
     parser.add_argument("--only", choices=["readability", "dragnet"], help="one corpus only")
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/quality.jsonl")
     args = parser.parse_args()
 
     rows = []

@@ -20,7 +20,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--record", action="store_true")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/rerun.jsonl")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mirror-rerun-bench-") as tmp:
         folder = Path(tmp)

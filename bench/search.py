@@ -293,7 +293,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/search.jsonl")
     parser.add_argument("--archive", type=Path, help="build the archive here and keep it (reused when it is there already)")
     parser.add_argument("--build-only", action="store_true", help="build the archive (--archive) and stop")
     parser.add_argument(

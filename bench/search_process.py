@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--archive", type=Path, help="build the archive here and keep it (reused when it is there already)")
     parser.add_argument("--against", help="a git commit whose `mirror search` runs on the same archive, in turn")
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/search_process.jsonl")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mirror-search-process-") as tmp:
         folder = args.archive or Path(tmp)

@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="rounds of every shape: the best is reported, with the spread, and each round against the reading list"
     )
-    parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/seeds.jsonl")
     args = parser.parse_args()
     chosen = {name: shape for name, shape in shapes(args.links).items() if not args.shape or name in args.shape}
     runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in chosen}

@@ -358,7 +358,7 @@ def main() -> None:
         default=1,
         help="run the three this many times at each latency, alternating their order; ratios are medians of each round's",
     )
-    parser.add_argument("--record", action="store_true", help="append the result to bench/RESULTS.md (only if every run was quiet)")
+    parser.add_argument("--record", action="store_true", help="append the run to bench/runs/throughput.jsonl (only if every run was quiet)")
     args = parser.parse_args()
 
     cores = os.cpu_count() or 1
