@@ -133,22 +133,25 @@ def test_the_browser_waits_at_the_same_per_host_gate(tmp_path, web):
 
 
 def test_a_render_ends_while_the_http_pass_goes_on(tmp_path, web, web2):
-    """The first page's render ends before the last of the other host's pages is fetched (that
-    host's politeness spreads them over seconds)."""
+    """The first page's render ends before the last of the other host's pages is fetched: that
+    page answers only once the render has ended (a run that rendered after its HTTP pass would
+    wait a minute for it, and render after it)."""
     app = serve_app(web, "app", "Rendered by JavaScript")
-    others = [web2.add(f"/article-{i}", static_page(f"Article {i}")) for i in range(14)]
+    web2.recorder.answer_first = 13  # the 14th waits for `release`
+    others = [web2.url(f"/held/{i}") for i in range(14)]
     times: dict[str, float] = {}
-    db, _ = fetch_rendering(
-        tmp_path,
-        [app, *others],
-        delay=0.5,
-        per_host=1,
-        images=False,
-        on_render=lambda url, outcome, summary: times.setdefault("rendered", time.monotonic()),
-    )
+
+    def rendered(url, outcome, summary):
+        times.setdefault("rendered", time.monotonic())
+        web2.recorder.release.set()
+
+    try:
+        db, _ = fetch_rendering(tmp_path, [app, *others], delay=0.2, per_host=1, images=False, on_render=rendered)
+    finally:
+        web2.recorder.release.set()
     assert db["pages"].get(app)["capture"] == "browser"
-    last_fetch = max(t for path, t in web2.recorder.starts if path.startswith("/article-"))
-    assert times["rendered"] < last_fetch
+    last_answer = max(t for path, t in web2.recorder.finishes if path.startswith("/held/"))
+    assert times["rendered"] < last_answer
 
 
 def test_a_gb2312_page_with_broken_bytes_is_rendered_as_mirror_decodes_it(tmp_path, web):
