@@ -569,10 +569,11 @@ def test_a_search_past_its_time_limit_is_stopped(tmp_path):
     db = sqlite_utils.Database(tmp_path / "big.db")
     ensure_index(db)
     db.execute("create table pages (id integer primary key, url text, title text, sitename text, date text, text text, host text)")
-    for i in range(1, 3001):
-        row = {"title": f"common page {i}", "text": "common words " * 20}
-        db.execute("insert into pages (id, url, title, text) values (?, ?, ?, ?)", [i, f"http://x/{i}", row["title"], row["text"]])
-        db.execute(*index_insert(i, row))
+    with db.atomic():  # (one transaction: sqlite-utils commits each statement alone, an fsync each)
+        for i in range(1, 3001):
+            row = {"title": f"common page {i}", "text": "common words " * 20}
+            db.execute("insert into pages (id, url, title, text) values (?, ?, ?, ?)", [i, f"http://x/{i}", row["title"], row["text"]])
+            db.execute(*index_insert(i, row))
     assert len(search(db, "common", limit=5)) == 5
     with pytest.raises(SearchTimeout, match="stopped after"):
         search(db, "common", time_limit=0)
