@@ -14,6 +14,7 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
+from .helpers import extraction_pool
 from .webserver import HostileServer
 
 WORDS = "Hostile archive test article about tiling attention kernels and memory bandwidth on accelerators. " * 4
@@ -27,7 +28,8 @@ XSS_ALT = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Alt text a
 <script>alert('inline')</script>
 </article></body></html>"""
 
-MARKUP_TITLE = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>[/] [bold red]markup[/] &lt;script&gt;alert('title')&lt;/script&gt;</title></head>
+MARKUP_TITLE = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>[/] [bold red]markup[/]\
+ &lt;script&gt;alert('title')&lt;/script&gt;</title></head>
 <body><article><h1>[/] [bold red]markup[/] &lt;script&gt;alert('title')&lt;/script&gt;</h1><p>{WORDS}</p></article></body></html>"""
 
 # OSC 0 (window title), OSC 52 (clipboard write), CSI colour, a carriage-return overwrite, a C1 CSI
@@ -71,5 +73,5 @@ def build(folder: Path) -> Path:
         (seeds / "bookmarks.html").write_text(bookmarks(urls), encoding="utf-8")
         with Archive(folder / "archive") as archive, archive.lock():
             archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+            run(archive, FetchOptions(delay=0, retries=0, workers=1), pool=extraction_pool())
     return folder / "archive"

@@ -1,17 +1,14 @@
 """Browser capture in Debian's chromium: JavaScript pages, challenges, lazy images, hostile pages.
 
 One `mirror fetch` (one browser) over a loopback site serves most tests; each
-asserts on the archive it left. Skipped where chromium is missing, failed under CI.
-"""
+asserts on the archive it left. Skipped where chromium is missing, failed under CI."""
 
 from __future__ import annotations
 
 import io
 import json
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,190 +20,10 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-from .conftest import run_mirror
-from .test_browser import CHROMIUM, chromium_or_skip
+from .browsersite import PAGES, TIMEOUT, Site
+from .helpers import CHROMIUM, chromium_or_skip, extraction_pool, run_mirror
 
-TIMEOUT = 12.0  # --timeout for the renders; a page that never settles is cut here
-
-PARAGRAPHS = [
-    "FlashAttention computes exact attention in tiles that fit in on-chip memory, so the full attention matrix is never written out.",
-    "在线 softmax 让注意力计算可以逐块完成，避免把整个注意力矩阵写回显存，从而显著降低显存占用并提升速度。",
-    "The backward pass recomputes the tiles instead of storing them, trading a little compute for a large saving in memory traffic.",
-]
-ARTICLE_HTML = "<article><h1>{title}</h1>" + "".join(f"<p>{p}</p>" for p in PARAGRAPHS) + "</article>"
-
-SPA = b"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>App</title></head><body>
-<div id="root"></div>
-<script>
-fetch('/api/article.json').then(r => r.json()).then(a => {
-  const root = document.getElementById('root');
-  const article = document.createElement('article');
-  const h = document.createElement('h1'); h.textContent = a.title; article.appendChild(h);
-  for (const text of a.paragraphs) { const p = document.createElement('p'); p.textContent = text; article.appendChild(p); }
-  root.appendChild(article);
-  document.title = a.title;
-});
-</script></body></html>"""
-
-CHALLENGE = b"""<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>
-<p>Checking your browser before accessing the site.</p>
-<script>
-document.cookie = "mirror_clearance=" + (6 * 7) + "; path=/";
-setTimeout(function () { location.reload(); }, 300);
-</script></body></html>"""
-
-LAZY = (
-    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Lazy images</title></head><body>"""
-    + ARTICLE_HTML.format(title="Lazy images")
-    + "".join(
-        f'<div style="height:1500px"></div><p>Figure {i}</p><img class="lazy" data-src="/img/{i}.png" width="200" height="100" alt="figure {i}">'
-        for i in range(3)
-    )
-    + """<script>
-const seen = new IntersectionObserver(entries => { for (const e of entries) if (e.isIntersecting) { e.target.src = e.target.dataset.src; seen.unobserve(e.target); } });
-document.querySelectorAll('img.lazy').forEach(img => seen.observe(img));
-</script></body></html>"""
-).encode()
-
-NEVER_SETTLES = (
-    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Never settles</title></head><body>"""
-    + ARTICLE_HTML.format(title="Never settles")
-    + """<div id="feed"></div><script>
-fetch('/hang');
-setInterval(() => { const d = document.createElement('div'); d.textContent = 'tick'; document.getElementById('feed').appendChild(d); }, 100);
-</script></body></html>"""
-).encode()
-
-DIALOGS = (
-    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Dialogs</title></head><body>"""
-    + ARTICLE_HTML.format(title="Dialogs")
-    + """<script>
-alert('hello'); confirm('sure?'); window.open('/popup', '_blank'); window.open('/popup?2');
-document.addEventListener('DOMContentLoaded', () => { document.body.dataset.after = 'dialogs'; });
-</script></body></html>"""
-).encode()
-
-DOWNLOAD = b"""<!DOCTYPE html><html><head><title>Your file</title></head><body><p>Your download starts.</p>
-<script>location.href = '/file.bin';</script></body></html>"""
-
-SHELL = (
-    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Shell</title></head><body>
-<article><h1>Notes on attention</h1><p>This site collects reading notes about efficient attention kernels, memory hierarchies
-and the tricks that make long contexts affordable on a single accelerator. The full article below is rendered by the
-browser from the page's own script.</p><div id="app"></div></article>
-<script>
-const app = document.getElementById('app');
-for (const text of """
-    + json.dumps(PARAGRAPHS * 3)
-    + """) { const p = document.createElement('p'); p.textContent = text; app.appendChild(p); }
-</script></body></html>"""
-).encode()
-
-STATIC = (
-    """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Server rendered</title></head><body>"""
-    + ARTICLE_HTML.format(title="Server rendered")
-    + "</body></html>"
-).encode()
-
-
-class Site(ThreadingHTTPServer):
-    """The loopback site: JavaScript pages, a cookie challenge, a hanging request."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.hits: dict[str, int] = {}
-        self.headers: dict[str, list[dict[str, str]]] = {}
-        self.lock = threading.Lock()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}{path}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Site
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):  # noqa: N802
-        path = self.path.split("?")[0]
-        with self.server.lock:
-            self.server.hits[path] = self.server.hits.get(path, 0) + 1
-            self.server.headers.setdefault(path, []).append(dict(self.headers.items()))
-        try:
-            self.route(path)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def route(self, path: str) -> None:
-        if path == "/spa":
-            return self.send(200, SPA)
-        if path == "/api/article.json":
-            body = json.dumps({"title": "Rendered by JavaScript", "paragraphs": PARAGRAPHS}).encode()
-            return self.send(200, body, "application/json")
-        if path == "/members":
-            return self.send(200, SPA.replace(b"/api/article.json", b"/api/members.json"))
-        if path == "/api/members.json":
-            if "session=s3cret" not in (self.headers.get("Cookie") or ""):
-                return self.send(403, b'{"error": "log in"}', "application/json")
-            body = json.dumps({"title": "Members only", "paragraphs": PARAGRAPHS}).encode()
-            return self.send(200, body, "application/json")
-        if path == "/challenge":
-            if "mirror_clearance=42" in (self.headers.get("Cookie") or ""):
-                return self.send(200, STATIC.replace(b"Server rendered", b"Behind the challenge"))
-            return self.send(503, CHALLENGE, extra={"Server": "cloudflare"})
-        if path == "/lazy":
-            return self.send(200, LAZY)
-        if path.startswith("/img/"):
-            from .webserver import PNG
-
-            return self.send(200, PNG, "image/png")
-        if path == "/never-settles":
-            return self.send(200, NEVER_SETTLES)
-        if path == "/hang":
-            time.sleep(60)  # answers long after the render's bound
-            return self.send(200, b"late")
-        if path == "/dialogs":
-            return self.send(200, DIALOGS)
-        if path == "/popup":
-            return self.send(200, b"<html><title>pop-up</title>a pop-up</html>")
-        if path == "/download":
-            return self.send(200, DOWNLOAD)
-        if path == "/file.bin":
-            return self.send(200, b"\0" * 4096, "application/octet-stream", {"Content-Disposition": 'attachment; filename="file.bin"'})
-        if path == "/busy":  # the page's script never returns: the renderer stops answering
-            return self.send(200, STATIC.replace(b"</body>", b"<script>setTimeout(() => { for (;;) {} }, 50)</script></body>"))
-        if path == "/static":
-            return self.send(200, STATIC)
-        if path == "/shell":
-            return self.send(200, SHELL)
-        self.send(404, b"not here")
-
-    def send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", extra: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-
-PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members", "/shell"]
-
-
-@pytest.fixture(scope="module")
-def site():
-    server = Site()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+pytestmark = pytest.mark.slow
 
 
 def fetch_into(root: Path, site: Site, browser: str) -> dict:
@@ -216,7 +33,9 @@ def fetch_into(root: Path, site: Site, browser: str) -> dict:
     with Archive(root / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([seeds], base=root))
         started = time.monotonic()
-        summary = run(archive, FetchOptions(delay=0, retries=0, workers=1, timeout=TIMEOUT, browser=browser, chromium=CHROMIUM))
+        summary = run(
+            archive, FetchOptions(delay=0, retries=0, workers=1, timeout=TIMEOUT, browser=browser, chromium=CHROMIUM), pool=extraction_pool()
+        )
         return {"summary": summary, "seconds": time.monotonic() - started}
 
 
@@ -246,6 +65,52 @@ def warc_records(root: Path) -> list[tuple[str, str, bytes]]:
             for record in ArchiveIterator(f):
                 records.append((record.rec_type, record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read()))
     return records
+
+
+@pytest.fixture(scope="module")
+def always(site, tmp_path_factory):
+    """`mirror fetch --browser always` as a real process: every HTML page rendered."""
+    chromium_or_skip()
+    root = tmp_path_factory.mktemp("always")
+    (root / "seeds").mkdir()
+    (root / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in PAGES) + "\n", encoding="utf-8")
+    (root / "cookies.txt").write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n")
+    started = time.monotonic()
+    result = run_mirror(
+        "fetch",
+        "--browser",
+        "always",
+        "--chromium",
+        CHROMIUM,
+        "--delay",
+        "0",
+        "--retries",
+        "0",
+        "--workers",
+        "1",
+        "--timeout",
+        str(TIMEOUT),
+        "--json",
+        "--cookies",
+        "cookies.txt",
+        "--header",
+        "X-Archive: mirror-test",
+        "--user-agent",
+        "MirrorTest/1.0",
+        cwd=root,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    db = sqlite_utils.Database(root / "archive" / "mirror.db")
+    pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
+    return {
+        "root": root,
+        "db": db,
+        "pages": pages,
+        "summary": json.loads(result.stdout),
+        "seconds": time.monotonic() - started,
+        "stderr": result.stderr,
+    }
 
 
 def test_single_page_app_is_archived_with_its_text(rendered, http_only):
@@ -335,52 +200,6 @@ def test_screenshot_shows_the_page(rendered):
     assert ImageStat.Stat(image).extrema[0][0] < 100  # some dark pixels: the heading
 
 
-@pytest.fixture(scope="module")
-def always(site, tmp_path_factory):
-    """`mirror fetch --browser always` as a real process: every HTML page rendered."""
-    chromium_or_skip()
-    root = tmp_path_factory.mktemp("always")
-    (root / "seeds").mkdir()
-    (root / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in PAGES) + "\n", encoding="utf-8")
-    (root / "cookies.txt").write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\ts3cret\n")
-    started = time.monotonic()
-    result = run_mirror(
-        "fetch",
-        "--browser",
-        "always",
-        "--chromium",
-        CHROMIUM,
-        "--delay",
-        "0",
-        "--retries",
-        "0",
-        "--workers",
-        "1",
-        "--timeout",
-        str(TIMEOUT),
-        "--json",
-        "--cookies",
-        "cookies.txt",
-        "--header",
-        "X-Archive: mirror-test",
-        "--user-agent",
-        "MirrorTest/1.0",
-        cwd=root,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
-    db = sqlite_utils.Database(root / "archive" / "mirror.db")
-    pages = {row["url"].rsplit("/", 1)[-1]: row for row in db.query("select * from pages")}
-    return {
-        "root": root,
-        "db": db,
-        "pages": pages,
-        "summary": json.loads(result.stdout),
-        "seconds": time.monotonic() - started,
-        "stderr": result.stderr,
-    }
-
-
 def test_always_renders_every_html_page(always):
     for name in ("spa", "challenge", "lazy", "never-settles", "dialogs", "static", "members", "shell"):
         assert always["pages"][name]["rendered_at"] is not None, name
@@ -448,7 +267,7 @@ def test_bad_browser_options_are_refused(tmp_path):
     assert result.returncode == 2 and "not an executable chromium" in result.stderr
 
 
-def test_datasette_shows_screenshots(rendered):
+def test_datasette_serves_a_rendered_pages_screenshot(rendered):
     import asyncio
 
     from datasette.app import Datasette
@@ -519,7 +338,7 @@ def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path
     with Archive(tmp_path / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([tmp_path / "seeds"], base=tmp_path))
         options = FetchOptions(delay=0, retries=0, workers=1, timeout=5, browser="always", chromium=CHROMIUM, browser_tabs=1)
-        summary = run(archive, options)
+        summary = run(archive, options, pool=extraction_pool())
     db = sqlite_utils.Database(tmp_path / "archive" / "mirror.db")
     busy, static = (next(db.query("select * from pages where url = ?", [site.url(p)])) for p in ("/busy", "/static"))
     assert (busy["status"], busy["capture"], busy["render_error"]) == ("archived", "http", "render_hung")  # the HTTP capture stands
@@ -536,6 +355,6 @@ def test_reindex_extracts_rendered_pages_from_their_dom(rendered, tmp_path):
 
     shutil.copytree(rendered["root"] / "archive", tmp_path / "archive")
     with Archive(tmp_path / "archive") as archive:
-        reindex(archive, workers=1)
+        reindex(archive, workers=1, pool=extraction_pool())
     spa = next(sqlite_utils.Database(tmp_path / "archive" / "mirror.db").query("select * from pages where url like '%/spa'"))
     assert (spa["status"], spa["capture"], spa["title"]) == ("archived", "browser", "Rendered by JavaScript")

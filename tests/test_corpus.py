@@ -12,7 +12,7 @@ from mirror.extract.markdown import (
     _WORD as WORDS,  # one CJK character, or a run of letters and digits
 )
 
-from .conftest import CORPUS
+from .helpers import CORPUS
 
 MOJIBAKE = re.compile("[\ufffd]|Ã.|â€|ç\u009a|å\u0085")
 

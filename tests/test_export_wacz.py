@@ -21,10 +21,12 @@ import httpx
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from .conftest import run_mirror
+from .helpers import extraction_pool, run_mirror
 from .webserver import PNG, article
 
 QUICK = ("--delay", "0", "--retries", "0", "--timeout", "5")
+
+
 BIN = Path(sys.executable).parent
 
 
@@ -59,28 +61,6 @@ def corpus_wacz(corpus_archive, tmp_path_factory) -> Path:
     return out
 
 
-def test_the_package_validates_and_lists_each_article_with_its_text(corpus_wacz, corpus_archive):
-    validated = subprocess.run([tool("wacz"), "validate", "-f", str(corpus_wacz)], capture_output=True, text=True, timeout=300)
-    assert validated.returncode == 0 and "is valid" in validated.stdout, validated.stdout + validated.stderr
-    with zipfile.ZipFile(corpus_wacz) as z:
-        names = set(z.namelist())
-        package = json.loads(z.read("datapackage.json"))
-    assert {"datapackage.json", "datapackage-digest.json", "pages/pages.jsonl", "indexes/index.cdx.gz", "indexes/index.idx"} <= names
-    assert package["title"] == "语料" and all(r["hash"].startswith("sha256:") for r in package["resources"])
-    header, *entries = pages_jsonl(corpus_wacz)
-    assert header["format"] == "json-pages-1.0" and header["hasText"] is True
-    import sqlite3
-
-    db = sqlite3.connect(corpus_archive / "mirror.db")
-    archived = db.execute("select count(*) from pages where status = 'archived'").fetchone()[0]
-    assert len(entries) == archived > 40
-    chinese = [e for e in entries if "gne-zh" in e["url"]]
-    assert chinese and all(e["title"] and len(e["text"]) > 100 for e in chinese)
-    one = chinese[0]
-    text = db.execute("select text from pages where url = ?", [one["url"]]).fetchone()[0]
-    assert one["text"] == text  # what mirror extracted, which the player's search reads
-
-
 @pytest.fixture
 def wayback(tmp_path):
     """A pywb collection made from a WACZ, served on 127.0.0.1: (add(wacz) -> base URL)."""
@@ -113,6 +93,29 @@ def wayback(tmp_path):
         process.wait(timeout=10)
 
 
+def test_the_package_validates_and_lists_each_article_with_its_text(corpus_wacz, corpus_archive):
+    validated = subprocess.run([tool("wacz"), "validate", "-f", str(corpus_wacz)], capture_output=True, text=True, timeout=300)
+    assert validated.returncode == 0 and "is valid" in validated.stdout, validated.stdout + validated.stderr
+    with zipfile.ZipFile(corpus_wacz) as z:
+        names = set(z.namelist())
+        package = json.loads(z.read("datapackage.json"))
+    assert {"datapackage.json", "datapackage-digest.json", "pages/pages.jsonl", "indexes/index.cdx.gz", "indexes/index.idx"} <= names
+    assert package["title"] == "语料" and all(r["hash"].startswith("sha256:") for r in package["resources"])
+    header, *entries = pages_jsonl(corpus_wacz)
+    assert header["format"] == "json-pages-1.0" and header["hasText"] is True
+    import sqlite3
+
+    db = sqlite3.connect(corpus_archive / "mirror.db")
+    archived = db.execute("select count(*) from pages where status = 'archived'").fetchone()[0]
+    assert len(entries) == archived > 40
+    chinese = [e for e in entries if "gne-zh" in e["url"]]
+    assert chinese and all(e["title"] and len(e["text"]) > 100 for e in chinese)
+    one = chinese[0]
+    text = db.execute("select text from pages where url = ?", [one["url"]]).fetchone()[0]
+    assert one["text"] == text  # what mirror extracted, which the player's search reads
+
+
+@pytest.mark.slow
 def test_pywb_replays_a_chinese_article_from_it(corpus_wacz, corpus_archive, wayback):
     base = wayback(corpus_wacz)
     entry = next(e for e in pages_jsonl(corpus_wacz)[1:] if "gne-zh" in e["url"])
@@ -133,6 +136,7 @@ def test_pywb_replays_a_chinese_article_from_it(corpus_wacz, corpus_archive, way
     assert replayed.status_code == 200 and entry["title"] in replayed.text and "wombat" in replayed.text
 
 
+@pytest.mark.slow
 def test_a_reading_list_takes_its_redirects_images_and_versions_and_nothing_else(cli, tmp_path, web, wayback):
     web.add("/pic.png", PNG, content_type="image/png")
     kept = web.add("/kept", article("留下的文章", '<img src="/pic.png" alt="图"> 这篇在阅读清单里。'))
@@ -230,7 +234,8 @@ def test_a_lists_export_reads_only_the_files_its_pages_were_written_to(cli, tmp_
     assert cli("fetch", "mine.md", *QUICK).exit_code == 0
     before = set((tmp_path / "archive" / "warc").glob("*.warc.gz"))
     (tmp_path / "theirs.md").write_text(f"- {theirs}\n", encoding="utf-8")
-    assert cli("fetch", "theirs.md", *QUICK).exit_code == 0
+    other_run = run_mirror("fetch", "theirs.md", *QUICK, cwd=tmp_path)  # another run: another process, its own file
+    assert other_run.returncode == 0, other_run.stderr
     (other,) = set((tmp_path / "archive" / "warc").glob("*.warc.gz")) - before
     other.write_bytes(b"not a WARC file at all")
     result = cli("export", "wacz", "mine.wacz", "--seed", "mine.md")
@@ -278,7 +283,7 @@ def test_a_redirect_written_files_before_its_capture_goes_with_it(tmp_path, web)
     (tmp_path / "b.md").write_text("".join(f"- {url}\n" for url in fillers), encoding="utf-8")
     with Archive(tmp_path / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([tmp_path / "a.md", tmp_path / "b.md"], base=tmp_path))
-        run(archive, FetchOptions(delay=0, per_host=8, retries=0, images=False, workers=1, warc_rotate_bytes=20_000))
+        run(archive, FetchOptions(delay=0, per_host=8, retries=0, images=False, workers=1, warc_rotate_bytes=20_000), pool=extraction_pool())
     assert len(list((tmp_path / "archive" / "warc").glob("*.warc.gz"))) > 4
     import subprocess as sp
 

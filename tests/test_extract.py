@@ -1,65 +1,39 @@
-"""Extraction inside `mirror fetch`: encodings, PDFs, pages without text, images, reindex."""
+"""Extraction inside `mirror fetch`: the article's plain text and Markdown, PDFs, pages without
+text, MIME sniffing, garbage, and reindex."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-import sqlite_utils
 
-from mirror._types import Extraction
-from mirror.extract.article import count_words, decode_html, extract
-from mirror.fetch import FetchOptions, run
-from mirror.seeds import links_from_urls
-from mirror.store import Archive
+from mirror.extract.article import count_words, extract
+from mirror.extract.sniff import sniff
 
+from .helpers import ZH_ARTICLE, fetch
 from .webserver import make_pdf
 
-FAST = dict(delay=0.0, timeout=10.0, retries=0, backoff=0.05, workers=2)
-
-ZH_ARTICLE = """<!DOCTYPE html><html><head>{meta}<title>显存优化实战</title></head><body>
-<article><h1>显存优化实战</h1>
-<p>大模型训练时，显存往往是最紧张的资源。本文介绍激活重计算、混合精度和零冗余优化器三种办法。</p>
-<p>激活重计算用计算换显存：前向时不保存中间结果，反向时重新计算。混合精度让参数和梯度以半精度存储。</p>
-<p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
+LINKED_ARTICLE = """<html><head><title>Beijing notes</title></head><body>
+<nav><a href="/home">Home</a> <a href="/news">News</a></nav>
+<article><h1>Beijing notes</h1>
+<p>Reporters in <a href="http://beijing.qianlong.com/">Beijing</a> described the new subway line, which
+connects the airport with the city centre in under twenty minutes and carries thousands every morning.</p>
+<p><img src="http://images.sohu.com/chat/p.jpg" alt=""> The station designs borrow from courtyard houses,
+with timber screens and skylights that let daylight reach the platforms even in the winter months.</p>
+<p>Readers can find the timetable at www.example.org, the operator said, and more at
+<a href="https://example.net/timetable?lang=en">the operator's site</a>, where fares are listed too.</p>
+<p>{control}Officials expect the line to carry half a million passengers a day once the last stations open.</p>
 </article></body></html>"""
 
 
-def fetch(tmp_path, urls, **options):
-    with Archive(tmp_path / "archive") as archive, archive.lock():
-        archive.record_inventory(links_from_urls(urls))
-        summary = run(archive, FetchOptions(**{**FAST, **options}))
-    return sqlite_utils.Database(tmp_path / "archive" / "mirror.db"), summary
+def _plain_checks(text: str) -> None:
+    assert "](" not in text and "![" not in text
+    assert "http" not in text and "sohu" not in text and "qianlong" not in text
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
 
 
-@pytest.mark.parametrize(
-    ("content_type", "meta"),
-    [
-        ("text/html; charset=gb18030", ""),  # correct header
-        ("text/html", '<meta charset="gbk">'),  # only <meta>
-        ("text/html; charset=utf-8", '<meta http-equiv="Content-Type" content="text/html; charset=gb2312">'),  # header lies
-        ("text/html", ""),  # no charset anywhere
-        (None, ""),  # no Content-Type at all
-    ],
-)
-def test_gb18030_pages_never_turn_into_mojibake(tmp_path, web, content_type, meta):
-    body = ZH_ARTICLE.format(meta=meta).encode("gb18030")
-    url = web.add("/gbk", body, content_type=content_type)
-    db, _ = fetch(tmp_path, [url])
-    row = db["pages"].get(url)
-    assert row["status"] == "archived"
-    assert row["title"] == "显存优化实战"
-    assert "激活重计算用计算换显存" in row["text"]
-    assert row["language"] == "zh"
-    assert "\ufffd" not in row["text"]
-
-
-def test_utf8_bytes_labelled_gb2312_stay_utf8():
-    body = ZH_ARTICLE.format(meta='<meta charset="gb2312">').encode("utf-8")
-    assert "激活重计算" in decode_html(body, "text/html; charset=gb2312")
-
-
-def test_markdown_keeps_structure(tmp_path, web):
+def test_markdown_keeps_headings_lists_code_tables_and_links(tmp_path, web):
     page = """<html><head><title>Notes</title></head><body><article><h1>Notes</h1>
     <h2>Tiling</h2><p>FlashAttention splits the attention matrix into tiles that fit in SRAM, so that the
     softmax can be computed block by block without writing the whole matrix to memory.</p>
@@ -101,7 +75,7 @@ def test_article_images_are_captured(tmp_path, web):
     assert db["pages"].get(url)["resources_at"]
 
 
-def test_no_images_option(tmp_path, web):
+def test_no_images_fetches_no_image(tmp_path, web):
     page = ZH_ARTICLE.format(meta="").replace("</article>", '<p><img src="/img/a.png"></p></article>')
     url = web.add("/with-image", page.encode())
     web.add("/img/a.png", b"\x89PNG\r\n\x1a\nA", content_type="image/png")
@@ -196,52 +170,112 @@ def test_show_renders_the_saved_article_with_provenance(tmp_path, web, cli):
     assert no_archive.exit_code == 1 and "no archive here" in no_archive.output
 
 
-def test_worker_segments_the_search_index_as_the_writer_would(tmp_path, web):
-    """The index values come from the extraction worker; they are exactly what the writer
-    makes from the stored row, so a page fetched and a page re-indexed are found alike."""
-    from mirror._util.segment import index_values
-
-    body = ZH_ARTICLE.format(meta='<meta name="author" content="张 三">').encode()
-    extraction = extract(body, "http://127.0.0.1/a", "text/html")
-    assert extraction.status == "archived"
-    assert extraction.search_index == index_values(extraction.title, extraction.text, extraction.author, extraction.sitename)
-    assert "显存" in extraction.search_index[-1].split()  # a bigram token of the body
-    assert extract(b"<html><body><p>too short</p></body></html>", "http://x/", "text/html").search_index is None
-
-    url = web.add("/article-zh", body)
-    db, _ = fetch(tmp_path, [url])
-    from .fts_check import assert_index_matches_pages
-
-    assert_index_matches_pages(db)  # what the worker made is what the row makes
-    assert db.execute("select count(*) from pages_fts where pages_fts match ?", ['body2:"显存"']).fetchone()[0] == 1
+def test_text_is_plain_prose_and_markdown_keeps_links_and_images():
+    result = extract(LINKED_ARTICLE.format(control="\x1b[31m\x07").encode(), "https://news.example.com/a", "text/html")
+    assert result.status == "archived"
+    _plain_checks(result.text)
+    assert "Reporters in Beijing described" in result.text
+    assert "www.example.org" in result.text  # prose stays prose
+    assert "[Beijing](http://beijing.qianlong.com/)" in result.markdown
+    assert "![](http://images.sohu.com/chat/p.jpg)" in result.markdown
+    assert result.images == ["http://images.sohu.com/chat/p.jpg"]
+    assert "\x1b" not in result.markdown and "Home" not in result.text
 
 
-def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, web):
-    """Re-extracted pages are indexed as they are saved; after them, an archived page
-    without a capture is indexed from its row and a stale row of a page without text goes."""
-    from mirror.fetch import reindex
+def test_relative_links_and_images_of_the_article_become_absolute():
+    page = (
+        LINKED_ARTICLE.format(control="")
+        .replace("http://beijing.qianlong.com/", "../city/beijing.html")
+        .replace("http://images.sohu.com/chat/p.jpg", "/img/p.jpg")
+    )
+    result = extract(page.encode(), "https://news.example.com/world/a.html", "text/html")
+    assert "[Beijing](https://news.example.com/city/beijing.html)" in result.markdown
+    assert "![](https://news.example.com/img/p.jpg)" in result.markdown
+    assert result.images == ["https://news.example.com/img/p.jpg"]
+    assert "Reporters in Beijing described" in result.text and "city/" not in result.text
 
-    article = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
-    empty = web.add("/empty", b"<html><body><p>nothing here</p></body></html>")
-    db, _ = fetch(tmp_path, [article, empty])
-    uncaptured = "http://127.0.0.1:9/typed-in"
-    with Archive(tmp_path / "archive") as archive:
-        archive.record_inventory(links_from_urls([uncaptured]))
-        text = "混合精度训练的笔记，" * 10
-        archive.save_extraction(uncaptured, Extraction(status="archived", kind="text", title="笔记", text=text, markdown=text))
-    ids = {url: db["pages"].get(url)["id"] for url in (article, empty, uncaptured)}
-    from mirror._fts import index_insert
 
-    db.execute("insert into pages_fts (pages_fts) values ('delete-all')")
-    db.execute(*index_insert(ids[empty], db["pages"].get(empty)))  # a stale entry, as it went in
+def test_search_snippets_of_a_linked_page_are_plain(tmp_path, web, cli):
+    url = web.add("/linked", LINKED_ARTICLE.format(control="\x1b[2J").encode())
+    db, _ = fetch(tmp_path, [url], images=False)
+    _plain_checks(db["pages"].get(url)["text"])
+    archive = str(tmp_path / "archive")
+    for query in ("Beijing", "station", "timetable"):
+        hits = json.loads(cli("search", query, "--json", "--archive", archive).stdout)
+        assert [h["url"] for h in hits] == [url], query
+        _plain_checks(hits[0]["snippet"])
+    # words that exist only in link targets and image file names are not indexed
+    for query in ("qianlong", "sohu", "images"):
+        assert json.loads(cli("search", query, "--json", "--archive", archive).stdout) == [], query
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "kind"),
+    [
+        (b"\n\n<!-- a comment -->\r\n<HTML><head>", None, "html"),
+        (b"\xef\xbb\xbf  <!DOCTYPE html><p>x", "text/plain", "html"),
+        (b"\t<table><tr><td>x", "application/octet-stream", "html"),
+        (b"<p>x</p>", "text/plain; charset=gbk", "html"),
+        (b"<?xml version='1.0'?><rss>", None, "html"),
+        (b"%PDF-1.4\n", "application/octet-stream", "pdf"),
+        (b"plain words, nothing else", None, "text"),
+        (b"plain words, nothing else", "text/plain", "text"),
+        (b"<pre>not a tag the rules know", "text/plain", "text"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", None, "other"),
+        (b"<html>", "image/png", "other"),
+        (b"{}", "application/json", "other"),
+    ],
+)
+def test_the_kind_of_a_body_is_sniffed_whatever_its_content_type_says(body, content_type, kind):
+    assert sniff(body, content_type) == kind
+
+
+def test_reindex_brings_an_old_archive_to_the_new_text(tmp_path, web, cli):
+    url = web.add("/linked", LINKED_ARTICLE.format(control="").encode())
+    db, _ = fetch(tmp_path, [url], images=False)
+    new_text = db["pages"].get(url)["text"]
+    # an archive from before plain text: Markdown links and images in `text`, and indexed so
+    old = "Reporters in [Beijing](http://beijing.qianlong.com/) described ![](http://images.sohu.com/chat/p.jpg) the station"
+    db.execute("update pages set text = ? where url = ?", [old, url])
     db.conn.commit()
-    web.shutdown()
-    with Archive(tmp_path / "archive") as archive:
-        counts = reindex(archive, workers=1)
-    assert counts["indexed"] == 2
-    assert sorted(r[0] for r in db.execute("select rowid from pages_fts")) == sorted([ids[article], ids[uncaptured]])
-    found = db.execute("select rowid from pages_fts where pages_fts match ?", ['body2:"精度"']).fetchall()
-    assert sorted(r[0] for r in found) == sorted([ids[article], ids[uncaptured]])
-    from .fts_check import assert_index_matches_pages
+    archive = str(tmp_path / "archive")
+    from mirror.store import Archive
 
-    assert_index_matches_pages(db)
+    with Archive(tmp_path / "archive") as store:
+        store.rebuild_index()
+    assert json.loads(cli("search", "qianlong", "--json", "--archive", archive).stdout) != []
+    # even before the reindex, snippets of the old text are plain
+    for query in ("Beijing", "station", "qianlong"):
+        hits = json.loads(cli("search", query, "--json", "--archive", archive).stdout)
+        _plain_checks(hits[0]["snippet"])
+    web.shutdown()  # no network from here on
+    result = cli("reindex", "--archive", archive)
+    assert result.exit_code == 0, result.output
+    assert db["pages"].get(url)["text"] == new_text
+    _plain_checks(new_text)
+    assert json.loads(cli("search", "qianlong", "--json", "--archive", archive).stdout) == []
+    assert [h["url"] for h in json.loads(cli("search", "station", "--json", "--archive", archive).stdout)] == [url]
+
+
+def test_a_run_and_a_reindex_given_a_pool_extract_in_it_and_leave_it_running(tmp_path, web, monkeypatch):
+    """`fetch.run(pool=)` and `reindex(pool=)` (the tests' one pool a session): the caller's
+    workers extract, though they started in another folder than the archive's relative path
+    names, and they are the caller's to stop."""
+    import os
+    from pathlib import Path
+
+    from mirror.extract.pool import extraction_pool
+    from mirror.fetch import FetchOptions, reindex, run
+    from mirror.seeds import links_from_urls
+    from mirror.store import Archive
+
+    url = web.add("/zh", ZH_ARTICLE.format(meta="").encode())
+    with extraction_pool(1) as pool:
+        worker = pool.submit(os.getpid).result()  # started here
+        monkeypatch.chdir(tmp_path)
+        with Archive(Path("archive")) as archive, archive.lock():
+            archive.record_inventory(links_from_urls([url]))
+            run(archive, FetchOptions(delay=0, retries=0), pool=pool)
+            assert archive.db["pages"].get(url)["status"] == "archived"
+            assert reindex(archive, pool=pool)["archived"] == 1
+        assert pool.submit(os.getpid).result() == worker  # the same worker, still running

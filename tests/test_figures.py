@@ -2,8 +2,7 @@
 archived, shown by the reader and the snapshot; never a placeholder, an avatar or a pixel.
 
 The markup is shaped like the sites of the first user's reading lists (zhihu, WeChat, CSDN,
-cnblogs, juejin), WordPress, Medium and Wikipedia, and the corpus's fragments are read too.
-"""
+cnblogs, juejin), WordPress, Medium and Wikipedia, and the corpus's fragments are read too."""
 
 from __future__ import annotations
 
@@ -15,16 +14,19 @@ import sqlite_utils
 
 from mirror.extract import extract
 from mirror.extract.images import image_source, parse_srcset
-from mirror.fetch import FetchOptions, run
-from mirror.seeds import links_from_urls
-from mirror.store import Archive
 
-from .conftest import CORPUS
+from .helpers import CORPUS, corpus_or_skip, fetch
 from .webserver import PNG
 
 ZH = "<p>" + "流水线并行把模型按层切成几段，每段放在一张卡上，微批次依次流过各段，气泡越小利用率越高。" * 3 + "</p>"
+
+
 EN = "<p>" + "Pipeline parallelism splits a model into stages, one per device, and streams micro-batches through them. " * 3 + "</p>"
+
+
 SPACER = "data:image/svg+xml;utf8,&lt;svg xmlns=&#39;http://www.w3.org/2000/svg&#39; width=&#39;1080&#39; height=&#39;608&#39;&gt;&lt;/svg&gt;"
+
+
 GIF = "data:image/gif;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVQImWNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg=="
 
 
@@ -36,7 +38,8 @@ def page(article: str, lang: str = "zh") -> str:
 <div class="AuthorInfo"><img class="Avatar AuthorInfo-avatar" src="/img/avatar.jpg" alt="author"><span>某作者</span></div></header>
 <img src="/img/pixel.gif" width="1" height="1" alt="">
 <article><h1>Pipeline parallelism</h1>{article}</article>
-<aside class="related-posts"><h3>Related</h3><ul><li><a href="/p/2"><img src="/img/related-1.jpg" alt=""></a><a href="/p/2">Another post</a></li></ul></aside>
+<aside class="related-posts"><h3>Related</h3><ul><li><a href="/p/2"><img src="/img/related-1.jpg" alt=""></a><a href="/p/2">Another\
+ post</a></li></ul></aside>
 <footer><img src="/img/footer-badge.png" alt=""></footer></body></html>"""
 
 
@@ -71,14 +74,16 @@ SITES = {
     "medium": (
         EN
         + """<figure class="mt mu paragraph-image"><div role="button" tabindex="0" class="mz na"><span class="fk"><picture>
-<source srcset="/img/resize:fit:640/format:webp/1*aaa.png 640w, /img/resize:fit:1100/format:webp/1*aaa.png 1100w, /img/resize:fit:1400/format:webp/1*aaa.png 1400w"
+<source srcset="/img/resize:fit:640/format:webp/1*aaa.png 640w, /img/resize:fit:1100/format:webp/1*aaa.png 1100w,\
+ /img/resize:fit:1400/format:webp/1*aaa.png 1400w"
  sizes="(min-resolution: 4dppx) and (max-width: 700px) 50vw, 700px" type="image/webp"/>
 <source data-testid="og" srcset="/img/resize:fit:640/1*aaa.png 640w, /img/resize:fit:1400/1*aaa.png 1400w" sizes="700px"/>
 <img alt="Throughput by batch size" class="bh ls nd" width="700" height="394" loading="eager" role="presentation"/></picture></span></div>
 <figcaption class="ne fg nf" data-selectable-paragraph="">Throughput by batch size</figcaption></figure>"""
         + EN
         + """<figure class="paragraph-image"><picture><source type="image/jxl" srcset="/img/1*bbb.jxl"/>
-<source media="(max-width: 600px)" srcset="/img/resize:fit:600/1*bbb.png"/><img alt="" src="/img/resize:fit:700/1*bbb.png" width="700"/></picture></figure>"""
+<source media="(max-width: 600px)" srcset="/img/resize:fit:600/1*bbb.png"/><img alt="" src="/img/resize:fit:700/1*bbb.png"\
+ width="700"/></picture></figure>"""
         + EN,
         ["/img/resize:fit:1400/format:webp/1*aaa.png", "/img/resize:fit:700/1*bbb.png"],
         ["Throughput by batch size"],
@@ -108,7 +113,8 @@ SITES = {
     ),
     "juejin": (
         f"""<div class="markdown-body cache">{ZH}<p><img src="/img/tos-cn-i-k3u1fbpfcp/abc~tplv-k3u1fbpfcp-zoom-in-crop-mark:1512:0:0:0.awebp"
- alt="" loading="lazy" class="medium-zoom-image"></p>{ZH}<p><img src="/img/tos-cn-i-k3u1fbpfcp/def~tplv-k3u1fbpfcp-watermark.awebp" alt="显存占用"></p>{ZH}</div>""",
+ alt="" loading="lazy" class="medium-zoom-image"></p>{ZH}<p><img src="/img/tos-cn-i-k3u1fbpfcp/def~tplv-k3u1fbpfcp-watermark.awebp"\
+ alt="显存占用"></p>{ZH}</div>""",
         [
             "/img/tos-cn-i-k3u1fbpfcp/abc~tplv-k3u1fbpfcp-zoom-in-crop-mark:1512:0:0:0.awebp",
             "/img/tos-cn-i-k3u1fbpfcp/def~tplv-k3u1fbpfcp-watermark.awebp",
@@ -150,11 +156,44 @@ SITES = {
         ["A rack of accelerators. Photo: someone"],
     ),
 }
+
+
 NOT_ARTICLE = ["logo.png", "avatar.jpg", "pixel.gif", "related-1.jpg", "footer-badge.png", "qrcode", "pic_like_comment.png"]
 
 
 def markdown_images(markdown: str) -> list[str]:
     return re.findall(r"!\[[^\]]*\]\(<?([^)>\s]+)>?\)", markdown)
+
+
+def serve_sites(web) -> dict[str, str]:
+    urls = {}
+    for site, (article, expected, _) in SITES.items():
+        urls[site] = web.add(f"/{site}", page(article).encode())
+        for path in expected:
+            web.add(path.split("?")[0], PNG, content_type="image/png")  # the server routes by path
+    for name in ("logo.png", "avatar.jpg", "pixel.gif", "related-1.jpg", "footer-badge.png"):
+        web.add(f"/img/{name}", PNG, content_type="image/png")
+    return urls
+
+
+@pytest.fixture
+def reader(tmp_path, web):
+    """A zhihu-shaped article whose second figure's image is gone (404), in datasette."""
+    from datasette.app import Datasette
+
+    article, expected, _ = SITES["zhihu"]
+    article = article.replace(
+        '<figure data-size="normal"><noscript><img src="/img/v2-bbb_b.jpg"',
+        '<figure data-size="normal"><figcaption>图2：已删除的图</figcaption><noscript><img src="/img/v2-bbb_b.jpg"',
+    )
+    url = web.add("/zhihu", page(article).encode())
+    web.add(expected[0], PNG, content_type="image/png")  # the second one is a 404
+    db, _ = fetch(tmp_path, [url])
+    page_id = db["pages"].get(url)["id"]
+    return Datasette([str(tmp_path / "archive" / "mirror.db")]), page_id, web
+
+
+LONG = "<p>" + "This is a long paragraph of real article text that goes on and on. " * 6 + "</p>"
 
 
 @pytest.mark.parametrize("site", sorted(SITES))
@@ -240,30 +279,11 @@ def test_corpus_fragments_show_every_image_of_their_markdown(name):
     """sitdown-zh's article bodies, each in a page, against the images of their Markdown
     (zhihu's formula images aside: that Markdown writes formulas as TeX)."""
     source = CORPUS / "sitdown-zh" / f"{name}.html"
-    if not source.exists():
-        pytest.skip(f"real-page corpus not found at {CORPUS}")
+    corpus_or_skip(source)
     body = b"<!doctype html><html><head><meta charset=utf-8></head><body>%s</body></html>" % source.read_bytes()
     truth = markdown_images(source.with_suffix(".md").read_text(encoding="utf-8"))
     shown = [u for u in markdown_images(extract(body, "https://zhuanlan.zhihu.com/p/1", "text/html").markdown) if "equation?tex=" not in u]
     assert shown == truth
-
-
-def fetch(tmp_path, urls, **options):
-    with Archive(tmp_path / "archive") as archive, archive.lock():
-        archive.record_inventory(links_from_urls(urls))
-        summary = run(archive, FetchOptions(**{"delay": 0.0, "retries": 0, "workers": 1, **options}))
-    return sqlite_utils.Database(tmp_path / "archive" / "mirror.db"), summary
-
-
-def serve_sites(web) -> dict[str, str]:
-    urls = {}
-    for site, (article, expected, _) in SITES.items():
-        urls[site] = web.add(f"/{site}", page(article).encode())
-        for path in expected:
-            web.add(path.split("?")[0], PNG, content_type="image/png")  # the server routes by path
-    for name in ("logo.png", "avatar.jpg", "pixel.gif", "related-1.jpg", "footer-badge.png"):
-        web.add(f"/img/{name}", PNG, content_type="image/png")
-    return urls
 
 
 def test_every_article_image_is_fetched_and_archived_and_nothing_else(tmp_path, web):
@@ -309,23 +329,6 @@ def test_reindex_brings_an_old_archive_up_to_date_and_the_next_fetch_says_so(tmp
     assert "images not archived yet" not in result.output  # nothing left to fetch
 
 
-@pytest.fixture
-def reader(tmp_path, web):
-    """A zhihu-shaped article whose second figure's image is gone (404), in datasette."""
-    from datasette.app import Datasette
-
-    article, expected, _ = SITES["zhihu"]
-    article = article.replace(
-        '<figure data-size="normal"><noscript><img src="/img/v2-bbb_b.jpg"',
-        '<figure data-size="normal"><figcaption>图2：已删除的图</figcaption><noscript><img src="/img/v2-bbb_b.jpg"',
-    )
-    url = web.add("/zhihu", page(article).encode())
-    web.add(expected[0], PNG, content_type="image/png")  # the second one is a 404
-    db, _ = fetch(tmp_path, [url])
-    page_id = db["pages"].get(url)["id"]
-    return Datasette([str(tmp_path / "archive" / "mirror.db")]), page_id, web
-
-
 def test_reader_shows_archived_figures_from_the_archive_and_the_rest_as_a_note_with_caption(reader):
     ds, page_id, _ = reader
     html = asyncio.run(ds.client.get(f"/-/mirror/page/{page_id}")).text
@@ -342,12 +345,6 @@ def test_snapshot_shows_each_figure_once_from_the_archive(reader):
     assert len(images) == 2  # the <noscript> copies are gone
     assert "v2-aaa_b.jpg" in images[0] and "/-/mirror/resource?url=" in images[0]
     assert "src=" not in images[1]  # not archived: nothing to load
-
-
-# What a hostile review of the first version found: the article's text is never the price of its
-# pictures, no attribute raises, and the page's own characters are its own.
-
-LONG = "<p>" + "This is a long paragraph of real article text that goes on and on. " * 6 + "</p>"
 
 
 def test_a_block_named_like_an_image_that_holds_prose_is_not_a_figure():

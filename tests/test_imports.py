@@ -1,5 +1,6 @@
 """Imports as seeds (issue 28 item 4): the exports of the services people leave, each read from a
-real-shaped sample, with titles, tags and dates kept, and bad rows reported with their line."""
+real-shaped sample, with titles, tags and dates kept, and bad rows reported with their line;
+feeds, read from a file or given to `mirror fetch` as a URL."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from .conftest import links_json
+from .helpers import links_json
 
 POCKET_HTML = """<!DOCTYPE html>
 <html><head><meta http-equiv="Content-Type" content="text/html; charset=UTF-8"><title>Pocket Export</title></head>
@@ -21,11 +22,15 @@ POCKET_HTML = """<!DOCTYPE html>
 <li><a href="https://example.com/read" time_added="1690000000" tags="done">Read one</a></li>
 </ul></body></html>
 """
+
+
 POCKET_CSV = """title,url,time_added,tags,status
 FlashAttention 详解,https://zhuanlan.zhihu.com/p/1,1700000000,mlsys|注意力,unread
 "Quoted, with comma",https://example.com/q,1700000100,,archive
 no url here,,1700000200,,unread
 """
+
+
 PINBOARD = [
     {
         "href": "https://arxiv.org/abs/2205.14135",
@@ -39,13 +44,19 @@ PINBOARD = [
     {"description": "no href"},
     {"href": "https://github.com/Dao-AILab/flash-attention", "description": "repo", "tags": "", "time": "2023-01-03T00:00:00Z"},
 ]
+
+
 RAINDROP_CSV = """id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite
 1,张量并行,,,https://www.cnblogs.com/x/p/1.html,Unsorted,"并行, 分布式",2024-05-06T07:08:09.000Z,,,false
 2,Missing,,,,Unsorted,,2024-05-06T07:08:09.000Z,,,false
 """
+
+
 INSTAPAPER_CSV = """URL,Title,Selection,Folder,Timestamp
 https://mp.weixin.qq.com/s/abc,微信文章,,Unread,1710000000
 """
+
+
 RSS = """<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0"><channel><title>MLSys 周报</title>
 <item><title>第一期</title><link>https://example.com/weekly/1</link><pubDate>Tue, 05 Mar 2024 08:00:00 GMT</pubDate>
@@ -53,12 +64,16 @@ RSS = """<?xml version="1.0" encoding="UTF-8"?>
 <item><title>没有链接的条目</title></item>
 </channel></rss>
 """
+
+
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom"><title>Atom blog</title>
 <entry><title>Post A</title><link rel="alternate" href="https://blog.example/a"/><link rel="edit" href="https://blog.example/edit/a"/>
 <updated>2024-01-01T00:00:00Z</updated><category term="gpu"/></entry>
 </feed>
 """
+
+
 OPML = """<?xml version="1.0" encoding="UTF-8"?>
 <opml version="2.0"><head><title>subscriptions</title></head><body>
 <outline text="ML">
@@ -78,6 +93,85 @@ def read(cli, tmp_path, name: str, content: str) -> tuple[list[dict], str]:
 
 def by_url(links: list[dict]) -> dict[str, dict]:
     return {link["url"]: link for link in links}
+
+
+# Pocket's own export, as it wrote it: tabs, the comment, a meta, two lists
+POCKET_EXPORT = """<!DOCTYPE html>
+<html>
+\t<!--So long and thanks for all the fish-->
+\t<head>
+\t\t<meta http-equiv="Content-Type" content="text/html; charset=UTF-8">
+\t\t<title>Pocket Export</title>
+\t</head>
+\t<body>
+\t\t<h1>Unread</h1>
+\t\t<ul>
+\t\t\t<li><a href="https://zhuanlan.zhihu.com/p/1?utm_source=pocket&amp;x=1" time_added="1700000000" tags="mlsys,注意力">FlashAttention 详解\
+ &amp; 注释</a></li>
+\t\t\t<li><a href="https://example.com/search?q=a&b=2" time_added="1700000100" tags="">Tom & Jerry&#39;s &quot;notes&quot; &lt;3</a></li>
+\t\t\t<li><a href="https://example.com/empty" time_added="" tags=""></a></li>
+\t\t\t<li><a href="   " time_added="1700000200" tags="x">no link</a></li>
+\t\t</ul>
+\t\t
+\t\t<h1>Read Archive</h1>
+\t\t<ul>
+\t\t\t<li><a href="https://example.com/read" time_added="1690000000" tags="done">Read   one  </a></li>
+\t\t</ul>
+\t</body>
+</html>
+"""
+
+
+# a bookmark service's RSS export: a channel head, CDATA descriptions, several categories
+SERVICE_RSS = """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:atom="http://www.w3.org/2005/Atom">
+  <channel>
+    <title>My  bookmarks</title>
+    <link>https://service.example/u/me</link>
+    <description><![CDATA[Everything I <b>saved</b>]]></description>
+    <atom:link href="https://service.example/u/me/rss" rel="self" type="application/rss+xml"/>
+    <lastBuildDate>Tue, 05 Mar 2024 08:00:00 GMT</lastBuildDate>
+    <item>
+      <title>FlashAttention 详解 &amp; 注释</title>
+      <link>https://zhuanlan.zhihu.com/p/1?a=1&amp;b=2</link>
+      <guid isPermaLink="false">1</guid>
+      <pubDate>Tue, 05 Mar 2024 08:00:00 GMT</pubDate>
+      <description><![CDATA[<p>An article <a href="x">with markup</a></p>]]></description>
+      <category>mlsys</category>
+      <category>注意力</category>
+      <dc:creator>someone</dc:creator>
+    </item>
+    <item>
+      <title>Without a date &#8212; &#x1F600;</title>
+      <link>  https://example.com/b  </link>
+      <guid isPermaLink="false">2</guid>
+      <description>plain &lt;escaped&gt; text</description>
+    </item>
+    <item>
+      <title>No link</title>
+      <guid isPermaLink="false">3</guid>
+    </item>
+    <item><title/><link>https://example.com/c</link><pubDate>Wed, 06 Mar 2024 09:10:11 GMT</pubDate><category/></item>
+  </channel>
+</rss>
+"""
+
+
+SERVICE_ATOM = """<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Atom blog</title>
+<entry><title type="html">Post A</title><link rel="edit" href="https://blog.example/edit/a"/><link rel="alternate" href="https://blog.example/a"/>
+<id>tag:a</id><updated>2024-01-01T00:00:00Z</updated><published>2023-12-01T00:00:00Z</published><category term="gpu"/><category term=""\
+ label="x">text</category></entry>
+<entry><title>Post B</title><link href="https://blog.example/b"/><updated>2024-01-02T00:00:00Z</updated></entry>
+</feed>
+"""
+
+
+def _feed(text: str | bytes, base: str | None = None) -> tuple[list, list[str]]:
+    from mirror.seeds.imports import parse_feed
+
+    warnings: list[str] = []
+    return parse_feed(text, "s", warnings.append, base), warnings
 
 
 def test_pocket_html_keeps_titles_tags_dates_and_its_lists(cli, tmp_path):
@@ -231,22 +325,6 @@ def test_a_feeds_entries_get_no_header_of_the_user_and_no_more_private_address(c
     assert "Authorization" not in web2.recorder.headers["/entry"][0]
 
 
-def test_a_page_past_the_reach_it_is_given_is_refused(tmp_path, web):
-    from mirror.fetch import FetchOptions, run
-    from mirror.http.gate import Reach
-    from mirror.seeds import links_from_urls
-    from mirror.store import Archive
-
-    from .webserver import article
-
-    url = web.add("/intranet", article("内网", "只在本机上的页面。"))
-    with Archive(tmp_path / "archive") as archive, archive.lock():
-        archive.record_inventory(links_from_urls([url]))
-        run(archive, FetchOptions(delay=0, retries=0, page_reach=int(Reach.PUBLIC)))
-        row = archive.db["pages"].get(url)
-    assert (row["status"], row["error"]) == ("failed", "private_address") and web.recorder.hits["/intranet"] == 0
-
-
 def test_dates_are_written_in_iso_whatever_digits_they_came_in():
     """A feed's date written with other scripts' digits is read as the standard library reads it:
     what is stored is ISO, in ASCII digits, or nothing."""
@@ -264,32 +342,6 @@ def test_dates_are_written_in_iso_whatever_digits_they_came_in():
     for seconds in (0, 59, 60, 3599, 3600, 86399, 86400, 1_700_006_399, 99_999_999_999):  # each clock's digits from their parts
         expected = datetime.fromtimestamp(seconds, UTC).isoformat()
         assert when(str(seconds).rjust(9, "0")) == when(seconds if seconds >= 10**8 else str(seconds).rjust(9, "0")) == expected
-
-
-# Pocket's own export, as it wrote it: tabs, the comment, a meta, two lists
-POCKET_EXPORT = """<!DOCTYPE html>
-<html>
-\t<!--So long and thanks for all the fish-->
-\t<head>
-\t\t<meta http-equiv="Content-Type" content="text/html; charset=UTF-8">
-\t\t<title>Pocket Export</title>
-\t</head>
-\t<body>
-\t\t<h1>Unread</h1>
-\t\t<ul>
-\t\t\t<li><a href="https://zhuanlan.zhihu.com/p/1?utm_source=pocket&amp;x=1" time_added="1700000000" tags="mlsys,注意力">FlashAttention 详解 &amp; 注释</a></li>
-\t\t\t<li><a href="https://example.com/search?q=a&b=2" time_added="1700000100" tags="">Tom & Jerry&#39;s &quot;notes&quot; &lt;3</a></li>
-\t\t\t<li><a href="https://example.com/empty" time_added="" tags=""></a></li>
-\t\t\t<li><a href="   " time_added="1700000200" tags="x">no link</a></li>
-\t\t</ul>
-\t\t
-\t\t<h1>Read Archive</h1>
-\t\t<ul>
-\t\t\t<li><a href="https://example.com/read" time_added="1690000000" tags="done">Read   one  </a></li>
-\t\t</ul>
-\t</body>
-</html>
-"""
 
 
 def test_pockets_html_export_gives_each_links_title_tags_date_list_and_line():
@@ -343,55 +395,6 @@ def test_a_hostile_html_export_is_read_in_bounded_time(text, titles):
     started = time.monotonic()
     assert [link.title for link in parse_html(text, "s")] == titles
     assert time.monotonic() - started < 20
-
-
-# a bookmark service's RSS export: a channel head, CDATA descriptions, several categories
-SERVICE_RSS = """<?xml version="1.0" encoding="UTF-8"?>
-<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:atom="http://www.w3.org/2005/Atom">
-  <channel>
-    <title>My  bookmarks</title>
-    <link>https://service.example/u/me</link>
-    <description><![CDATA[Everything I <b>saved</b>]]></description>
-    <atom:link href="https://service.example/u/me/rss" rel="self" type="application/rss+xml"/>
-    <lastBuildDate>Tue, 05 Mar 2024 08:00:00 GMT</lastBuildDate>
-    <item>
-      <title>FlashAttention 详解 &amp; 注释</title>
-      <link>https://zhuanlan.zhihu.com/p/1?a=1&amp;b=2</link>
-      <guid isPermaLink="false">1</guid>
-      <pubDate>Tue, 05 Mar 2024 08:00:00 GMT</pubDate>
-      <description><![CDATA[<p>An article <a href="x">with markup</a></p>]]></description>
-      <category>mlsys</category>
-      <category>注意力</category>
-      <dc:creator>someone</dc:creator>
-    </item>
-    <item>
-      <title>Without a date &#8212; &#x1F600;</title>
-      <link>  https://example.com/b  </link>
-      <guid isPermaLink="false">2</guid>
-      <description>plain &lt;escaped&gt; text</description>
-    </item>
-    <item>
-      <title>No link</title>
-      <guid isPermaLink="false">3</guid>
-    </item>
-    <item><title/><link>https://example.com/c</link><pubDate>Wed, 06 Mar 2024 09:10:11 GMT</pubDate><category/></item>
-  </channel>
-</rss>
-"""
-SERVICE_ATOM = """<?xml version="1.0" encoding="utf-8"?>
-<feed xmlns="http://www.w3.org/2005/Atom"><title>Atom blog</title>
-<entry><title type="html">Post A</title><link rel="edit" href="https://blog.example/edit/a"/><link rel="alternate" href="https://blog.example/a"/>
-<id>tag:a</id><updated>2024-01-01T00:00:00Z</updated><published>2023-12-01T00:00:00Z</published><category term="gpu"/><category term="" label="x">text</category></entry>
-<entry><title>Post B</title><link href="https://blog.example/b"/><updated>2024-01-02T00:00:00Z</updated></entry>
-</feed>
-"""
-
-
-def _feed(text: str | bytes, base: str | None = None) -> tuple[list, list[str]]:
-    from mirror.seeds.imports import parse_feed
-
-    warnings: list[str] = []
-    return parse_feed(text, "s", warnings.append, base), warnings
 
 
 def test_a_feeds_entries_give_links_titles_tags_dates_lines_and_warnings():

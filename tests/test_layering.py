@@ -15,6 +15,7 @@ import mirror
 
 PACKAGE = Path(mirror.__file__).parent
 
+
 # lower number = lower stage; a module may import its own rank or lower ones
 RANKS = {
     # the bottom: the values passed between stages and the vocabulary, helpers that know no stage,

@@ -1,12 +1,11 @@
-"""Other web pages probing a running archive (issue 10, leftovers), each reproduced (`pytest -m hostile`).
+"""Other web pages probing a running archive (issue 10, leftovers), each reproduced.
 
 Any page the user visits can make the browser load `http://127.0.0.1:<port>/…` as an
 image, stylesheet, script, font or `fetch()`, and learn from load and error events
 which pages have screenshots or images, or read fonts. A hostile page on another
 127.0.0.x (cross-site) and on another port of 127.0.0.1 (same-site) tries them all
 in Chromium against `mirror serve`; plain `datasette` with the plugin is checked
-for the same policy and for DNS rebinding.
-"""
+for the same policy and for DNS rebinding."""
 
 from __future__ import annotations
 
@@ -26,16 +25,24 @@ from mirror import warc
 from mirror.plugin._origin import resource_key
 from mirror.store.queries import warc_values
 
-from .test_browser import SITE_CSS, STYLED, THEME_CSS, chromium, chromium_or_skip, free_port, mirror_serve, solid_png
-from .test_fetch import fetch_urls
+from .helpers import SITE_CSS, STYLED, THEME_CSS, chromium, chromium_or_skip, fetch_urls, free_port, mirror_serve, solid_png
 from .webserver import HostileServer, article
 
 pytestmark = pytest.mark.hostile
 
+
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
+
+
 CROSS_SITE_IMAGE = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+
+
 get = functools.partial(httpx.get, timeout=60)  # a machine shared with other test runs is slow at times
+
+
 post = functools.partial(httpx.post, timeout=60)
+
+
 NAVIGATION = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 
 
@@ -106,6 +113,48 @@ PROBE = """async ([kind, url]) => {
 }"""
 
 
+def _served_key(probed, url: str) -> str:
+    """The key the running server put into its snapshot for `url` (its own secret, not ours)."""
+    html = get(f"{probed['root']}/-/mirror/snapshot/{probed['ids']['styled']}").text
+    marker = "url=" + quote(url, safe="") + "&amp;key="
+    return html.split(marker, 1)[1][:32]
+
+
+@pytest.fixture(scope="module")
+def plain_datasette(probed, tmp_path_factory):
+    """`datasette archive/mirror.db` as a real process, with the plugin and `allow_hosts` configured."""
+    from datasette.version import __version__
+
+    port = free_port()
+    settings = {"plugins": {"mirror": {"allow_hosts": ["archive.test", "Other.Test:8001"]}}}
+    config = tmp_path_factory.mktemp("config") / "settings.json"
+    config.write_text(json.dumps(settings))
+    option = "--metadata" if __version__.startswith("0.") else "--config"
+    datasette = Path(sys.executable).with_name("datasette")
+    server = subprocess.Popen(
+        [str(datasette), str(probed["archive"] / "mirror.db"), "--port", str(port), option, str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    root = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(root + "/-/versions.json", timeout=2)
+            break
+        except httpx.TransportError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail("datasette did not start: " + server.stderr.read().decode())
+            time.sleep(0.2)
+    try:
+        yield root, port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.mark.slow
 def test_other_pages_learn_nothing_from_what_they_load(probed):
     """From another 127.0.0.x (cross-site) and another port of 127.0.0.1 (same-site): every
     probe ends as an error, for what exists and what does not; the font is not readable."""
@@ -123,6 +172,7 @@ def test_other_pages_learn_nothing_from_what_they_load(probed):
     assert set(outcomes.values()) == {"error"}, {k: v for k, v in outcomes.items() if v != "error"}
 
 
+@pytest.mark.slow
 def test_the_probes_would_work_without_the_policy(probed):
     """The same probes from the archive's own origin load: the test above would see a leak."""
     chromium_or_skip()
@@ -134,6 +184,7 @@ def test_the_probes_would_work_without_the_policy(probed):
     assert failing == [f"/-/mirror/snapshot/{probed['ids']['story']}"]  # an HTML page is no image, from anywhere
 
 
+@pytest.mark.slow
 def test_the_views_work_when_browsed_directly_and_opened_from_elsewhere(probed):
     """Reader (with its image and screenshot), search, table and the styled snapshot (fonts,
     stylesheets and images through keyed URLs) work; a link on another site opens the reader."""
@@ -170,15 +221,8 @@ def test_the_views_work_when_browsed_directly_and_opened_from_elsewhere(probed):
     assert failed == []
 
 
-def _served_key(probed, url: str) -> str:
-    """The key the running server put into its snapshot for `url` (its own secret, not ours)."""
-    html = get(f"{probed['root']}/-/mirror/snapshot/{probed['ids']['styled']}").text
-    marker = "url=" + quote(url, safe="") + "&amp;key="
-    return html.split(marker, 1)[1][:32]
-
-
 def test_the_answers_to_a_cross_site_request(probed):
-    root, ids, urls = probed["root"], probed["ids"], probed["urls"]
+    root, ids = probed["root"], probed["ids"]
     refused = [get(root + path, headers=CROSS_SITE_IMAGE) for _, path in probe_paths(probed)]
     assert {(r.status_code, r.text) for r in refused} == {(403, "this mirror archive is not shown inside other web pages\n")}
     assert all(r.headers["cross-origin-resource-policy"] == "same-origin" for r in refused)
@@ -212,40 +256,6 @@ def test_only_the_snapshots_own_keys_open_archived_files_to_it(probed):
         assert answer.status_code == 403 and "access-control-allow-origin" not in answer.headers, wrong
     plain = get(f"{root}/-/mirror/resource?url={quote(font, safe='')}")  # a download by hand: no CORS for anyone
     assert plain.status_code == 200 and "access-control-allow-origin" not in plain.headers
-
-
-@pytest.fixture(scope="module")
-def plain_datasette(probed, tmp_path_factory):
-    """`datasette archive/mirror.db` as a real process, with the plugin and `allow_hosts` configured."""
-    from datasette.version import __version__
-
-    port = free_port()
-    settings = {"plugins": {"mirror": {"allow_hosts": ["archive.test", "Other.Test:8001"]}}}
-    config = tmp_path_factory.mktemp("config") / "settings.json"
-    config.write_text(json.dumps(settings))
-    option = "--metadata" if __version__.startswith("0.") else "--config"
-    datasette = Path(sys.executable).with_name("datasette")
-    server = subprocess.Popen(
-        [str(datasette), str(probed["archive"] / "mirror.db"), "--port", str(port), option, str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    root = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(root + "/-/versions.json", timeout=2)
-            break
-        except httpx.TransportError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("datasette did not start: " + server.stderr.read().decode())
-            time.sleep(0.2)
-    try:
-        yield root, port
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_plain_datasette_with_the_plugin_refuses_a_rebinding_host(plain_datasette):

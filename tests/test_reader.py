@@ -4,15 +4,13 @@ reading home's line about unlinked pages from item 3).
 A real archive (fetched from a local web server through the project's own API, one page
 rendered in chromium for its screenshot), served by `mirror serve` as a process, looked at
 in a real headless Chromium: computed styles and laid-out boxes, not template text.
-Screenshots go to $MIRROR_TEST_ARTIFACTS, else to the test's temporary folder.
-"""
+Screenshots go to $MIRROR_TEST_ARTIFACTS, else to the test's temporary folder."""
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime
-from pathlib import Path
+from itertools import pairwise
 from urllib.parse import quote
 
 import pytest
@@ -23,11 +21,17 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-from .test_browser import CHROMIUM, chromium, chromium_or_skip, mirror_serve, solid_png
+from .helpers import CHROMIUM, chromium_or_skip, extraction_pool, solid_png
 from .webserver import HostileServer, article
 
+pytestmark = pytest.mark.slow
+
 TITLE = "Reading test: lists, tables and code"
+
+
 WIDE_COLUMNS = 12
+
+
 # what the reader must show as a normal site does: lists (nested), a table wider than the
 # article, a blockquote, inline code and a long code block, sup/sub, headings, an image
 MARKDOWN = """# {title}
@@ -83,16 +87,12 @@ CARDS = [
     "Seventh card",
     "Eighth card, medium length title",
 ]
+
+
 ISO_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
 READABLE_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d UTC$")
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory) -> Path:
-    folder = Path(os.environ["MIRROR_TEST_ARTIFACTS"]) if os.environ.get("MIRROR_TEST_ARTIFACTS") else tmp_path_factory.mktemp("reader") / "artifacts"
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"screenshots of the reader and the reading home: {folder}")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +128,14 @@ def built(tmp_path_factory) -> dict:
         with Archive(folder / "archive") as archive, archive.lock():
             write("shot")  # rendered in chromium, for a screenshot
             archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(delay=0, retries=0, workers=1, timeout=20, browser="always", chromium=CHROMIUM, browser_tabs=1))
+            run(
+                archive,
+                FetchOptions(delay=0, retries=0, workers=1, timeout=20, browser="always", chromium=CHROMIUM, browser_tabs=1),
+                pool=extraction_pool(),
+            )
             write(*everything)
             archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+            run(archive, FetchOptions(delay=0, retries=0, workers=1), pool=extraction_pool())
             markdown = MARKDOWN.format(title=TITLE, long_code="print('" + "a long line of code " * 30 + "')", table=wide_table(), picture=picture)
             archive.save_extraction(  # the article as Markdown; its picture is fetched by the next run
                 urls["reading"],
@@ -149,7 +153,7 @@ def built(tmp_path_factory) -> dict:
             )
             write(*everything, "moved")  # ends at card1, archived before: a duplicate
             archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(delay=0, retries=0, workers=1))
+            run(archive, FetchOptions(delay=0, retries=0, workers=1), pool=extraction_pool())
             write(*everything, "moved", extra=tuple(left))  # links that then leave the list before any fetch
             archive.record_inventory(read_seeds([seeds], base=folder))
             write(*everything, "moved")
@@ -161,35 +165,6 @@ def built(tmp_path_factory) -> dict:
     assert rows[urls["moved"]]["status"] == PageStatus.DUPLICATE and rows[urls["moved"]]["same_as"] == urls["card1"]
     assert [rows[url]["status"] for url in left] == [PageStatus.PENDING] * 2
     return {"archive": folder / "archive", "urls": urls, "ids": ids, "rows": rows, "left": left, "db": db}
-
-
-@pytest.fixture(scope="module")
-def root(built):
-    with mirror_serve(built["archive"]) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser(root):
-    with chromium() as running:
-        yield running
-
-
-@pytest.fixture
-def open_page(browser):
-    """A new tab of a given viewport; fails the test if the page breaks its CSP."""
-    pages, violations = [], []
-
-    def open_(width: int = 1000, height: int = 900):
-        page = browser.new_page(viewport={"width": width, "height": height})
-        page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
-        pages.append(page)
-        return page
-
-    yield open_
-    for page in pages:
-        page.close()
-    assert violations == []
 
 
 def css(page, selector: str, *properties: str) -> dict[str, str]:
@@ -212,6 +187,46 @@ def box(page, selector: str) -> dict[str, float]:
 
 def page_is_not_widened(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def visible_text(page) -> str:
+    return page.locator("body").inner_text()
+
+
+def grid_cells(page) -> list[dict]:
+    return page.locator(".mirror-grid > li").evaluate_all(
+        """cards => cards.map(card => {
+            const r = card.getBoundingClientRect(), t = card.querySelector('.mirror-card-thumb').getBoundingClientRect();
+            const img = card.querySelector('.mirror-card-thumb img');
+            return {left: r.left, top: r.top, width: r.width, height: r.height, thumbWidth: t.width, thumbHeight: t.height,
+                    image: img ? img.complete && img.naturalWidth > 0 : null,
+                    placeholder: !!card.querySelector('.mirror-card-placeholder')};
+        })"""
+    )
+
+
+def assert_grid_without_gaps(page) -> int:
+    """Cards in full rows of equal height, equal boxes and equal gaps; returns the columns."""
+    cells = grid_cells(page)
+    columns = page.locator(".mirror-grid").evaluate("g => getComputedStyle(g).gridTemplateColumns.split(' ').length")
+    rows: list[list[dict]] = []
+    for cell in sorted(cells, key=lambda c: (round(c["top"]), c["left"])):
+        if rows and abs(rows[-1][0]["top"] - cell["top"]) < 1:
+            rows[-1].append(cell)
+        else:
+            rows.append([cell])
+    assert all(len(row) == columns for row in rows[:-1]) and 0 < len(rows[-1]) <= columns, [len(r) for r in rows]
+    lefts = [cell["left"] for cell in rows[0]]
+    for row in rows:
+        assert [cell["left"] for cell in row] == pytest.approx(lefts[: len(row)], abs=1)  # the same columns in every row
+        assert {round(cell["height"]) for cell in row} == {round(row[0]["height"])}, row  # a row's cards are as tall
+    widths = {round(c["width"]) for c in cells}
+    thumbs = {(round(c["thumbWidth"]), round(c["thumbHeight"])) for c in cells}
+    assert len(widths) == 1 and len(thumbs) == 1, (widths, thumbs)  # a screenshot or none: the same box
+    gaps = {round(b["left"] - (a["left"] + a["width"])) for row in rows for a, b in pairwise(row)}
+    gaps |= {round(b[0]["top"] - (a[0]["top"] + a[0]["height"])) for a, b in pairwise(rows)}
+    assert len(gaps) == 1 and 0 < gaps.pop() <= 24  # the grid's gap, and nothing more
+    return columns
 
 
 def test_reader_shows_lists_tables_code_and_sup_as_a_normal_site_does(built, root, open_page, artifacts):
@@ -274,10 +289,6 @@ def test_reader_shows_lists_tables_code_and_sup_as_a_normal_site_does(built, roo
     narrow.screenshot(path=str(artifacts / "reader-narrow.png"), full_page=True)
 
 
-def visible_text(page) -> str:
-    return page.locator("body").inner_text()
-
-
 def test_dates_read_as_dates(built, root, open_page):
     page = open_page()
     row = built["rows"][built["urls"]["reading"]]
@@ -315,42 +326,6 @@ def test_failures_page_has_a_human_title(built, root, open_page):
     assert page.title() == "Link rot · mirror"
     page.goto(root + "/mirror?sql=" + quote("select 1 as one"))  # SQL someone typed: datasette's own title
     assert "select 1 as one" in page.title()
-
-
-def grid_cells(page) -> list[dict]:
-    return page.locator(".mirror-grid > li").evaluate_all(
-        """cards => cards.map(card => {
-            const r = card.getBoundingClientRect(), t = card.querySelector('.mirror-card-thumb').getBoundingClientRect();
-            const img = card.querySelector('.mirror-card-thumb img');
-            return {left: r.left, top: r.top, width: r.width, height: r.height, thumbWidth: t.width, thumbHeight: t.height,
-                    image: img ? img.complete && img.naturalWidth > 0 : null,
-                    placeholder: !!card.querySelector('.mirror-card-placeholder')};
-        })"""
-    )
-
-
-def assert_grid_without_gaps(page) -> int:
-    """Cards in full rows of equal height, equal boxes and equal gaps; returns the columns."""
-    cells = grid_cells(page)
-    columns = page.locator(".mirror-grid").evaluate("g => getComputedStyle(g).gridTemplateColumns.split(' ').length")
-    rows: list[list[dict]] = []
-    for cell in sorted(cells, key=lambda c: (round(c["top"]), c["left"])):
-        if rows and abs(rows[-1][0]["top"] - cell["top"]) < 1:
-            rows[-1].append(cell)
-        else:
-            rows.append([cell])
-    assert all(len(row) == columns for row in rows[:-1]) and 0 < len(rows[-1]) <= columns, [len(r) for r in rows]
-    lefts = [cell["left"] for cell in rows[0]]
-    for row in rows:
-        assert [cell["left"] for cell in row] == pytest.approx(lefts[: len(row)], abs=1)  # the same columns in every row
-        assert {round(cell["height"]) for cell in row} == {round(row[0]["height"])}, row  # a row's cards are as tall
-    widths = {round(c["width"]) for c in cells}
-    thumbs = {(round(c["thumbWidth"]), round(c["thumbHeight"])) for c in cells}
-    assert len(widths) == 1 and len(thumbs) == 1, (widths, thumbs)  # a screenshot or none: the same box
-    gaps = {round(b["left"] - (a["left"] + a["width"])) for row in rows for a, b in zip(row, row[1:])}
-    gaps |= {round(b[0]["top"] - (a[0]["top"] + a[0]["height"])) for a, b in zip(rows, rows[1:])}
-    assert len(gaps) == 1 and 0 < gaps.pop() <= 24  # the grid's gap, and nothing more
-    return columns
 
 
 def test_home_grid_has_no_gaps(built, root, open_page, artifacts):

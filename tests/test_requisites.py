@@ -12,10 +12,11 @@ from datasette.app import Datasette
 
 from mirror.extract.css import css_references, page_requisites, rewrite_css
 from mirror.plugin._origin import resource_key
+from mirror.plugin.views import MAX_CSS_BYTES
 from mirror.store import Archive
 
-from .test_fetch import fetch_urls
-from .webserver import PNG
+from .helpers import ds_get, fetch, fetch_urls, run_mirror
+from .webserver import PNG, article
 
 CSS = """@charset "utf-8";
 @import "theme.css";
@@ -25,6 +26,37 @@ body { background: #fff url( '/img/bg.png' ) no-repeat; }
 a { background-image: url(javascript:alert(1)); }
 /* url(commented-out.png) */
 """
+
+
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Styled</title>
+<link rel="stylesheet" href="/css/site.css"><link rel="stylesheet" href="/css/missing.css">
+<style>h1 { background: url(/img/inline.png) } </style></head>
+<body><article><h1>Styled</h1><p>A page whose looks come from stylesheets: a linked one that imports another,
+a web font and background images, one of them referenced from an inline style block, and a stylesheet
+that is missing on the server, so that the snapshot has to do without it.</p></article></body></html>"""
+
+
+SITE = """@import "theme.css"; @font-face { font-family: P; src: url(/fonts/p.woff2) }
+body { background: url(/img/bg.png) } a { background: url(http://elsewhere.invalid/x.png) }"""
+
+
+EVIL_THEME = """p { color: red } </style><script>alert(1)</script>"""
+
+
+@pytest.fixture(scope="module")
+def styled_archive(tmp_path_factory):
+    from .webserver import HostileServer
+
+    folder = tmp_path_factory.mktemp("requisites")
+    with HostileServer() as web:
+        url = web.add("/page", PAGE.encode())
+        web.add("/css/site.css", SITE.encode(), content_type="text/css")
+        web.add("/css/theme.css", EVIL_THEME.encode(), content_type="text/css")
+        web.add("/fonts/p.woff2", b"wOF2 not really a font", content_type="application/octet-stream")
+        web.add("/img/bg.png", PNG, content_type="image/png")
+        web.add("/img/inline.png", PNG, content_type="image/png")
+        fetch_urls(folder, [url], retries=0, workers=1)
+    return folder / "archive", url
 
 
 def test_css_references_are_imports_fonts_and_images():
@@ -46,7 +78,7 @@ def test_rewrite_css_leaves_nothing_pointing_at_the_web():
     assert "font-family: F" in css and "no-repeat" in css  # the rest is untouched
 
 
-def test_page_requisites():
+def test_a_pages_stylesheets_and_style_images_are_its_requisites():
     html = """<html><head><base href="http://cdn.test/assets/">
     <link rel="stylesheet" href="a.css"><link rel="Alternate Stylesheet" href="b.css">
     <link rel="icon" href="favicon.ico"><link rel="stylesheet" href="javascript:alert(1)">
@@ -60,33 +92,6 @@ def test_page_requisites():
         "http://cdn.test/assets/e.jpg",
     ]
     assert page_requisites("\x00 not html", "http://h.test/") == []
-
-
-PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Styled</title>
-<link rel="stylesheet" href="/css/site.css"><link rel="stylesheet" href="/css/missing.css">
-<style>h1 { background: url(/img/inline.png) } </style></head>
-<body><article><h1>Styled</h1><p>A page whose looks come from stylesheets: a linked one that imports another,
-a web font and background images, one of them referenced from an inline style block, and a stylesheet
-that is missing on the server, so that the snapshot has to do without it.</p></article></body></html>"""
-SITE = """@import "theme.css"; @font-face { font-family: P; src: url(/fonts/p.woff2) }
-body { background: url(/img/bg.png) } a { background: url(http://elsewhere.invalid/x.png) }"""
-EVIL_THEME = """p { color: red } </style><script>alert(1)</script>"""
-
-
-@pytest.fixture(scope="module")
-def styled_archive(tmp_path_factory):
-    from .webserver import HostileServer
-
-    folder = tmp_path_factory.mktemp("requisites")
-    with HostileServer() as web:
-        url = web.add("/page", PAGE.encode())
-        web.add("/css/site.css", SITE.encode(), content_type="text/css")
-        web.add("/css/theme.css", EVIL_THEME.encode(), content_type="text/css")
-        web.add("/fonts/p.woff2", b"wOF2 not really a font", content_type="application/octet-stream")
-        web.add("/img/bg.png", PNG, content_type="image/png")
-        web.add("/img/inline.png", PNG, content_type="image/png")
-        fetch_urls(folder, [url], retries=0, workers=1)
-    return folder / "archive", url
 
 
 def test_fetch_captures_stylesheets_imports_fonts_and_images(styled_archive):
@@ -178,3 +183,38 @@ def test_the_reference_scan_finds_what_the_regex_finds():
     cases += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40))) for _ in range(30000)]
     for css in cases:
         assert [m.span() for m in _reference_matches(css)] == [m.span() for m in _REFERENCE.finditer(css)], css
+
+
+@pytest.mark.hostile
+def test_a_css_namespace_is_not_a_requisite():
+    css = '@namespace url(http://www.w3.org/2000/svg); @namespace svg url("http://example.com/ns"); body { background: url(/bg.png) }'
+    assert css_references(css, "http://site.test/a.css") == ["http://site.test/bg.png"]
+
+
+@pytest.mark.hostile
+def test_a_utf7_stylesheet_is_read_as_a_browser_reads_it(tmp_path, web):
+    web.add("/u7.css", b'@charset "utf-7"; body { background: url(/bg+2AA-.png) }', content_type="text/css")
+    web.add("/bg+2AA-.png", b"\x89PNG\r\n\x1a\nbg", content_type="image/png")
+    url = web.add("/utf7", article("七位", '<link rel="stylesheet" href="/u7.css">'))
+    other = web.add("/other", article("另一篇", '<img src="/bg+2AA-.png">'))
+    db, _ = fetch(tmp_path, [url, other])
+    assert db["pages"].get(url)["status"] == "archived" and db["pages"].get(other)["status"] == "archived"
+    resources = {r["url"]: r["status"] for r in db["resources"].rows}
+    assert resources[web.url("/u7.css")] == "archived" and resources[web.url("/bg+2AA-.png")] == "archived"
+
+
+@pytest.mark.hostile
+def test_a_huge_archived_stylesheet_is_not_rewritten_on_the_event_loop(tmp_path, web):
+    """400k url() rules took 50 s to rewrite while every other request waited."""
+    css = b"".join(b".r%d{background:url(/i%d.png)}\n" % (i, i) for i in range(120_000))
+    assert len(css) > MAX_CSS_BYTES
+    css_url = web.add("/huge.css", css, content_type="text/css")
+    html = f'<html><head><link rel="stylesheet" href="{css_url}"></head><body><article><p>{"Words to read here. " * 60}</p></article></body></html>'
+    url = web.add("/styled-huge", html.encode())
+    result = run_mirror("fetch", url, "--delay", "0", "--browser", "never", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    datasette = Datasette([str(tmp_path / "archive" / "mirror.db")])
+    from urllib.parse import quote
+
+    response = ds_get(datasette, "/-/mirror/resource?url=" + quote(css_url, safe=""))
+    assert response.status_code == 200 and response.text.startswith("/* not served")

@@ -1,14 +1,46 @@
-"""The web's resolver (issue 25): dead names remembered across runs, a run's end bounded when
-names get no answer, references that are the page itself, politeness for a page's own images,
-a declared legacy charset with a few bad bytes."""
+"""The resolver (issue 25): dead names remembered across runs, a run's end bounded when names get
+no answer, image hosts looked up ahead, MIRROR_NAMESERVERS read as written, a lookup inside the
+page's timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 
-from .test_host_health import with_images
-from .test_hostile_third import fetch
+import pytest
+
+from mirror.http.resolver import nameservers_from_env
+
+from .dnsserver import DNSServer
+from .helpers import client_for, fetch, with_images
 from .webserver import PNG, article
+
+
+@contextlib.asynccontextmanager
+async def looking_ahead(folder, timeout: float = 5):
+    """A client that looks a page's resource hosts up when its HTML arrives, writing to `folder`."""
+    from mirror.http import Client
+    from mirror.warc import CaptureWriter
+
+    writer = CaptureWriter(folder)
+    client = Client(
+        writer,
+        concurrency=8,
+        per_host=4,
+        delay=0,
+        timeout=timeout,
+        max_bytes=1_000_000,
+        max_redirects=3,
+        headers={"User-Agent": "mirror-test"},
+        cookies=None,
+        look_ahead=True,
+    )
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        writer.close()
 
 
 def test_a_name_that_did_not_exist_is_not_asked_again_by_the_next_run(tmp_path, web, dns):
@@ -43,79 +75,6 @@ def test_names_without_an_answer_are_deferred_and_the_next_run_asks_again(tmp_pa
     assert summary.images_resumed == 1 and summary.deferred == 0
     assert db["resources"].get((url, f"http://slow-cdn.test:{web.port}/img.png"))["status"] == "archived"
     assert db["pages"].get(url)["resources_at"] is not None
-
-
-def test_a_reference_to_the_page_itself_is_never_fetched(tmp_path, web):
-    page = article(
-        "自指",
-        '<svg><rect style="clip-path: url(#clip)"/></svg><img src=""><a href="#top">top</a>'
-        '<span style="background: url()">x</span><link rel="stylesheet" href="#x">',
-    )
-    url = web.add("/self", page.replace(b"<head>", b"<head><style>.a{fill:url(#g)}</style>"))
-    db, _ = fetch(tmp_path, [url])
-    assert db["pages"].get(url)["status"] == "archived"
-    assert web.recorder.hits["/self"] == 1
-    assert list(db["resources"].rows) == []
-
-
-def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
-    """However the page writes its host (`127.0.0.1:port`, `127.0.0.1:port` with user info, the
-    default port spelled out), its images and the page are one server's requests, `--delay` apart."""
-    delay = 0.2
-    for i in range(6):
-        web.add(f"/own{i}.png", PNG, content_type="image/png")
-    host = f"127.0.0.1:{web.port}"
-    images = [
-        f"http://{host}/own0.png",
-        f"http://user@{host}/own1.png",
-        f"http://{host.upper()}/own2.png",
-        *(f"http://{host}/own{i}.png" for i in range(3, 6)),
-    ]
-    url = web.add("/own-page", with_images(*images))
-    fetch(tmp_path, [url], delay=delay)
-    starts = sorted(t for _, t in web.recorder.starts)
-    assert len(starts) == 7
-    assert min(c - a for a, c in zip(starts, starts[2:], strict=False)) >= 2 * delay * 0.9
-
-
-def test_a_declared_gb2312_page_with_a_few_bad_bytes_reads_as_chinese(tmp_path, web):
-    body = (
-        "<html><head><meta charset=gb2312><title>流水线并行</title></head><body><article>"
-        + "<p>流水线并行把模型按层切成几段，每段放在一张卡上，微批次依次流过各段。</p>" * 400
-        + "</article></body></html>"
-    ).encode("gb18030")
-    bad = body[:7707] + b"\xff\xfe" + body[7709:39365] + b"\x81" + body[39366:]
-    url = web.add("/gb2312", bad, content_type="text/html; charset=gb2312")
-    db, _ = fetch(tmp_path, [url])
-    row = db["pages"].get(url)
-    assert row["title"] == "流水线并行" and row["language"] == "zh"
-    assert "微批次依次流过各段" in row["text"] and row["text"].count("\ufffd") <= 4
-
-
-@contextlib.asynccontextmanager
-async def looking_ahead(folder, timeout: float = 5):
-    """A client that looks a page's resource hosts up when its HTML arrives, writing to `folder`."""
-    from mirror.http import Client
-    from mirror.warc import CaptureWriter
-
-    writer = CaptureWriter(folder)
-    client = Client(
-        writer,
-        concurrency=8,
-        per_host=4,
-        delay=0,
-        timeout=timeout,
-        max_bytes=1_000_000,
-        max_redirects=3,
-        headers={"User-Agent": "mirror-test"},
-        cookies=None,
-        look_ahead=True,
-    )
-    try:
-        yield client
-    finally:
-        await client.aclose()
-        writer.close()
 
 
 def test_a_pages_image_hosts_are_looked_up_as_soon_as_its_html_arrives(tmp_path, web, dns):
@@ -231,3 +190,41 @@ def test_looking_ahead_is_off_only_where_a_proxy_looks_names_up(tmp_path, monkey
     assert asyncio.run(looks_ahead())
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     assert not asyncio.run(looks_ahead())
+
+
+@pytest.mark.hostile
+def test_a_page_lookup_counts_in_its_timeout(tmp_path, monkeypatch):
+    with DNSServer("127.0.0.1") as dns:
+        dns.zone.dropped.add("silent.test")
+        monkeypatch.setenv("MIRROR_NAMESERVERS", dns.nameserver)
+
+        async def go():
+            client = client_for(tmp_path, timeout=1.0)
+            try:
+                started = time.monotonic()
+                exchange = await client.get("http://silent.test/page")
+                return exchange, time.monotonic() - started
+            finally:
+                await client.aclose()
+
+        exchange, seconds = asyncio.run(go())
+    assert exchange.error == "dns" and exchange.retryable
+    assert seconds < 2.5  # not the resolver's 3 tries of 1 s and more
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("value", "servers"), [("[::1]:5353", ["[::1]:5353"]), ("127.0.0.1:53, 10.0.0.1", ["127.0.0.1:53", "10.0.0.1"]), ("::1", ["::1"])]
+)
+def test_nameservers_are_read_as_written(monkeypatch, value, servers):
+    monkeypatch.setenv("MIRROR_NAMESERVERS", value)
+    assert nameservers_from_env() == servers
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("value", [" , ", "dns.example", "127.0.0.1:99999", "[::1]x"])
+def test_a_bad_nameservers_value_is_a_clear_error(cli, monkeypatch, value):
+    monkeypatch.setenv("MIRROR_NAMESERVERS", value)
+    result = cli("fetch", "https://example.com/")
+    assert result.exit_code == 2
+    assert "MIRROR_NAMESERVERS" in result.stderr and "Traceback" not in result.output

@@ -1,20 +1,44 @@
-"""Search: every query's hits compared exactly with a brute-force scan of the stored texts."""
+"""Search: every query's hits compared exactly with a brute-force scan of the stored texts; the
+ranking, the snippets, the bounds on what a query may cost, and `mirror search` as a process."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import unicodedata
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import sqlite_utils
 
-from mirror.search import BARRIER, FTS_COLUMNS, ZWSP, bigrams, build_match, desegment, search, segment
+from mirror.search import (
+    BARRIER,
+    FTS_COLUMNS,
+    MAX_LIMIT,
+    MAX_TERMS,
+    ZWSP,
+    SearchError,
+    SearchTimeout,
+    bigrams,
+    build_match,
+    check_query,
+    desegment,
+    ensure_index,
+    index_insert,
+    search,
+    segment,
+)
+
+from .helpers import QUICK_ARGS, db_of, ds_get
+from .webserver import article
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+
+
 TOKEN = re.compile(rf"[{CJK}]|(?:(?![{CJK}])[^\W_])+")
+
+
 CJK_ONLY = re.compile(rf"^[{CJK}]+$")
 
 
@@ -147,6 +171,11 @@ QUERIES = [
 ]
 
 
+def _imported(result) -> set[str]:
+    """The modules a process run with -X importtime imported (its stderr)."""
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
 @pytest.mark.parametrize("query", QUERIES)
 def test_search_matches_brute_force(corpus_db, docs, query):
     expected = brute_force(docs, query)
@@ -203,7 +232,7 @@ def test_cli_and_api_agree(corpus_archive, corpus_db, cli):
         assert all({"url", "title", "snippet", "score"} <= set(h) for h in json.loads(result.stdout))
 
 
-def test_search_filters(corpus_archive, corpus_db, cli, tmp_path):
+def test_search_filters_by_site_reading_list_and_section(corpus_archive, corpus_db, cli, tmp_path):
     all_hits = search(corpus_db, "的", limit=1000)
     site = all_hits[0].url.split("/")[2]
     assert {h.url for h in search(corpus_db, "的", limit=1000, site=site)} == {h.url for h in all_hits}
@@ -237,7 +266,7 @@ def test_search_filters(corpus_archive, corpus_db, cli, tmp_path):
     assert result.exit_code == 0 and "no saved article matches" in result.output
 
 
-def test_segment_round_trip():
+def test_segmented_text_reads_back_and_queries_become_bigrams():
     text = "FlashAttention通过分块，减少显存 访问；Ｈello 世界"
     assert desegment(segment(text)) == text
     assert build_match("") is None and build_match('" * ( ') is None
@@ -337,11 +366,6 @@ def test_snippets_mark_a_word_that_begins_with_another_and_words_past_the_first_
         lone = snippet("cat", far)
         assert "[cat]" in lone and "[cats]" not in lone and "a lone [cat] here" in lone
         assert lone.endswith("…") and len(lone) > 90  # the window's whole width, not cut at 2,000 characters
-
-
-def _imported(result) -> set[str]:
-    """The modules a process run with -X importtime imported (its stderr)."""
-    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
 
 
 @pytest.mark.parametrize("options", [(), ("--json",)])
@@ -525,3 +549,73 @@ def test_folding_for_snippets_is_the_tables_whatever_else_the_text_holds():
 
     for text in ("ΟΔΟΣ", "Η ΟΔΟΣ café", "ΣΑΣ.", "Straße İstanbul", "显存 FlashAttention", "한국어", "\uf900", "ǅ"):
         assert _folded(text) == text.translate(_FOLD), text
+
+
+@pytest.mark.hostile
+def test_repeated_terms_count_once_and_distinct_terms_are_capped():
+    assert build_match("w1* " * 200) == '"w1"*'
+    assert build_match("common " * 2000) == '"common"'
+    many = " ".join(f"w{i}*" for i in range(2500))
+    assert build_match(many).count(" AND ") == MAX_TERMS - 1  # datasette's table search stays bounded too
+    with pytest.raises(SearchError, match=f"at most {MAX_TERMS}"):
+        check_query(" ".join(f"w{i}" for i in range(MAX_TERMS + 1)))
+    with pytest.raises(SearchError, match="characters long"):
+        check_query("x" * 5000)
+    check_query("显存 " * 300)  # repeats are free
+
+
+@pytest.mark.hostile
+def test_a_search_past_its_time_limit_is_stopped(tmp_path):
+    db = sqlite_utils.Database(tmp_path / "big.db")
+    ensure_index(db)
+    db.execute("create table pages (id integer primary key, url text, title text, sitename text, date text, text text, host text)")
+    with db.atomic():  # (one transaction: sqlite-utils commits each statement alone, an fsync each)
+        for i in range(1, 3001):
+            row = {"title": f"common page {i}", "text": "common words " * 20}
+            db.execute("insert into pages (id, url, title, text) values (?, ?, ?, ?)", [i, f"http://x/{i}", row["title"], row["text"]])
+            db.execute(*index_insert(i, row))
+    assert len(search(db, "common", limit=5)) == 5
+    with pytest.raises(SearchTimeout, match="stopped after"):
+        search(db, "common", time_limit=0)
+    assert len(search(db, "common", limit=5)) == 5  # the connection is usable afterwards
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("query", "status", "message"),
+    [
+        ("limit=abc&q=hostile", 400, "limit must be a whole number"),
+        ("limit=-1&q=hostile", 400, "at least 1"),
+        ("limit=0&q=hostile", 400, "at least 1"),
+        ("limit=99999999999&q=hostile", 200, None),
+        ("q=" + quote(" ".join(f"w{i}*" for i in range(100))), 400, f"at most {MAX_TERMS}"),
+        ("q=" + quote("w1* " * 2500), 400, "characters long"),
+    ],
+)
+def test_plugin_search_validates_limit_and_query(hostile_ds, query, status, message):
+    for fmt in ("", "&_format=json"):
+        response = ds_get(hostile_ds, f"/-/mirror/search?{query}{fmt}")
+        assert response.status_code == status, response.text[:300]
+        if message:
+            assert message in (response.json()["error"] if fmt else response.text)
+
+
+@pytest.mark.hostile
+def test_cli_search_refuses_unbounded_queries(cli, hostile_archive):
+    result = cli("search", " ".join(f"w{i}" for i in range(40)), "--archive", str(hostile_archive))
+    assert result.exit_code == 2 and f"at most {MAX_TERMS}" in result.output and "Traceback" not in result.output
+    for bad in ("0", str(MAX_LIMIT + 1), "abc"):
+        result = cli("search", "hostile", "--limit", bad, "--archive", str(hostile_archive))
+        assert result.exit_code == 2
+
+
+def test_search_shows_the_id_show_takes_and_names_a_filter_that_matches_nothing(cli, tmp_path, web):
+    url = web.add("/post", article("显存优化", "重计算节省显存。"))
+    assert cli("fetch", url, *QUICK_ARGS).exit_code == 0
+    page_id = db_of(tmp_path)["pages"].get(url)["id"]
+    result = cli("search", "显存")
+    assert f"mirror show {page_id}" in result.stdout
+    assert "显存优化" in cli("show", str(page_id)).stdout
+    assert "显存优化" in cli("show", url.removeprefix("http://")).stdout  # as `links` reads a URL without its scheme
+    result = cli("search", "显存", "--site", "nosuch.example")
+    assert result.exit_code == 0 and "--site 'nosuch.example'" in result.stderr and "filter" in result.stderr

@@ -1,4 +1,5 @@
-"""The link inventory of the user's real seeds, pinned line by line."""
+"""Reading lists: the link inventory of the user's real seeds, pinned line by line, and what the
+text, Markdown and HTML readers make of other inputs (bookmark files, saved pages, hostile lines)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ from mirror._types import Link
 from mirror.seeds import decode_seed, parse_text, read_seeds
 from mirror.seeds import links as seed_links
 
-from .conftest import SEEDS
+from .helpers import SEEDS
 
 S000 = "000_26c02b02fc5889ea.txt"
+
+
 S001 = "001_c87ee9bc1dd6a88b.txt"
+
+
 S002 = "002_b501c17af06494dc.txt"
+
+
 S003 = "003_3f215d8ddfbe88b1.txt"
+
+
 S004 = "004_662669093c051ded.txt"
 
 
@@ -29,7 +38,7 @@ def inventory():
 
 
 def at(inventory, seed: str, line: int):
-    found = [l for l in inventory.links if l.seed == f"seeds/{seed}" and l.line == line]
+    found = [link for link in inventory.links if link.seed == f"seeds/{seed}" and link.line == line]
     assert found, f"no link recorded at {seed}:{line}"
     return found
 
@@ -39,12 +48,33 @@ def one(inventory, seed: str, line: int):
     return link
 
 
+def _regex_features_3_11_2_gets_wrong(pattern: str) -> bool:
+    """Whether a pattern has a possessive repeat (`*+ ++ ?+ {m,n}+`) or an atomic group `(?>...)`."""
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + pattern.startswith("^", i + 1)
+            i += pattern.startswith("]", i)  # (a "]" first is a character of the class)
+            continue
+        elif pattern.startswith("(?>", i) or (c in "*+?}" and pattern.startswith("+", i + 1) and not pattern.startswith("(", i - 1)):
+            return True
+        i += 1
+    return False
+
+
 def test_every_seed_is_read_without_warnings(inventory):
     assert sorted(inventory.seeds) == sorted(f"seeds/{p.name}" for p in SEEDS.glob("*.txt"))
     assert inventory.warnings == []
     assert len(inventory.links) > 300
     for seed in inventory.seeds:
-        assert any(l.seed == seed for l in inventory.links), seed
+        assert any(link.seed == seed for link in inventory.links), seed
 
 
 def test_url_glued_to_chinese_text(inventory):
@@ -71,14 +101,14 @@ def test_url_glued_to_latin_word_gets_repair_candidates(inventory):
 
 def test_seed_002_has_eleven_latin_glued_urls(inventory):
     glued = [
-        l
-        for l in inventory.links
-        if l.seed == f"seeds/{S002}"
-        and l.candidates
-        and l.url_as_written.rstrip("/").rsplit("/", 1)[-1][-1:].isalpha()
-        and any(ch.isupper() for ch in l.url_as_written.rsplit("/", 1)[-1])
+        link
+        for link in inventory.links
+        if link.seed == f"seeds/{S002}"
+        and link.candidates
+        and link.url_as_written.rstrip("/").rsplit("/", 1)[-1][-1:].isalpha()
+        and any(ch.isupper() for ch in link.url_as_written.rsplit("/", 1)[-1])
     ]
-    written = {l.url_as_written for l in glued}
+    written = {link.url_as_written for link in glued}
     eleven = {
         "https://github.com/vllm-project/vllmPagedAttention,Continuous",
         "https://github.com/openai/tritonPython",
@@ -104,7 +134,7 @@ def test_seed_002_has_eleven_latin_glued_urls(inventory):
     )
 
 
-def test_scheme_less_links(inventory):
+def test_links_written_without_a_scheme_get_https(inventory):
     reddit = one(inventory, S002, 129)  # Reddit r/MachineLearningreddit.com/r/MachineLearning最新讨论
     assert reddit.url_as_written == "reddit.com/r/MachineLearning"
     assert reddit.url == "https://reddit.com/r/MachineLearning"
@@ -140,12 +170,12 @@ def test_markdown_link_with_bold_label_section(inventory):
     assert gpt.url == "https://medium.com/@sntaus/understanding-self-attention-gpt-models-80ec894eebf0"
 
 
-def test_markdown_heading_sections(inventory):
+def test_markdown_headings_name_the_sections_of_the_links_under_them(inventory):
     link = one(inventory, S003, 32)
     assert link.section == "RLHF"  # #### RLHF under ### LLM 技术原理
     assert one(inventory, S003, 47).section == "数据并行"
     two = at(inventory, S003, 33)  # two links on one line, both kept
-    assert [l.url for l in two] == ["https://huggingface.co/blog/zh/rlhf", "https://huggingface.co/blog/rlhf"]
+    assert [link.url for link in two] == ["https://huggingface.co/blog/zh/rlhf", "https://huggingface.co/blog/rlhf"]
 
 
 def test_zhihu_redirect_is_unwrapped(inventory):
@@ -173,7 +203,7 @@ def test_identical_arxiv_lines_are_one_page_two_occurrences(inventory):
     assert len(inventory.pages["https://arxiv.org/pdf/2406.06858"]) == 2
 
 
-def test_name_label_sections(inventory):
+def test_a_short_line_standing_alone_names_a_section(inventory):
     assert one(inventory, S000, 22).section == "flashattention"
     assert one(inventory, S000, 2).section == "多模态"
     assert one(inventory, S000, 252).section == "mlsys blog"  # a short line standing alone
@@ -197,9 +227,6 @@ def test_weixin_query_article_keeps_identifying_parameters(inventory):
     assert link.url == ("https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&idx=1&mid=2650750181&sn=156dac3c5646143fc2577972f1506836")
 
 
-# --- other inputs ------------------------------------------------------------
-
-
 def test_a_bookmark_folder_of_thousands_keeps_every_link(tmp_path):
     """Browsers never close <DT>: each bookmark nests in the one before, and past 256 levels the
     HTML parser stopped reading without a word (a folder of 300 kept 251). The closing tags are
@@ -217,30 +244,9 @@ def test_a_bookmark_folder_of_thousands_keeps_every_link(tmp_path):
         encoding="utf-8",
     )
     links = read_seeds([bookmarks], base=tmp_path).links
-    assert [l.url for l in links] == [f"https://example.com/{i}" for i in range(3000)]
-    assert {l.section for l in links} == {"收藏"} and links[-1].title == "第 2999 篇"
-    assert [l.line for l in links[:2]] == [11, 12] and links[-1].line == 3010
-
-
-def _regex_features_3_11_2_gets_wrong(pattern: str) -> bool:
-    """Whether a pattern has a possessive repeat (`*+ ++ ?+ {m,n}+`) or an atomic group `(?>...)`."""
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            i += 1 + pattern.startswith("^", i + 1)
-            i += pattern.startswith("]", i)  # (a "]" first is a character of the class)
-            continue
-        elif pattern.startswith("(?>", i) or (c in "*+?}" and pattern.startswith("+", i + 1) and not pattern.startswith("(", i - 1)):
-            return True
-        i += 1
-    return False
+    assert [link.url for link in links] == [f"https://example.com/{i}" for i in range(3000)]
+    assert {link.section for link in links} == {"收藏"} and links[-1].title == "第 2999 篇"
+    assert [link.line for link in links[:2]] == [11, 12] and links[-1].line == 3010
 
 
 def test_no_pattern_uses_what_cpython_3_11_2_gets_wrong():
@@ -274,7 +280,7 @@ def test_no_pattern_uses_what_cpython_3_11_2_gets_wrong():
     assert found == []
 
 
-def test_netscape_bookmark_export(tmp_path):
+def test_a_netscape_bookmark_file_gives_its_folders_as_sections(tmp_path):
     bookmarks = tmp_path / "bookmarks.html"
     bookmarks.write_text(
         """<!DOCTYPE NETSCAPE-Bookmark-file-1>
@@ -297,7 +303,7 @@ def test_netscape_bookmark_export(tmp_path):
         encoding="utf-8",
     )
     inv = read_seeds([bookmarks], base=tmp_path)
-    got = [(l.line, l.url, l.title, l.section, bool(l.skip_reason)) for l in inv.links]
+    got = [(link.line, link.url, link.title, link.section, bool(link.skip_reason)) for link in inv.links]
     assert got == [
         (8, "https://zhuanlan.zhihu.com/p/1", "FlashAttention 解读", "机器学习系统", False),
         (11, "https://arxiv.org/abs/2205.14135", "FlashAttention paper", "Papers", False),
@@ -314,7 +320,7 @@ def test_html_page_links_use_headings(tmp_path):
         encoding="utf-8",
     )
     inv = read_seeds([page], base=tmp_path)
-    assert [(l.url, l.title, l.section) for l in inv.links] == [
+    assert [(link.url, link.title, link.section) for link in inv.links] == [
         ("https://docs.vllm.ai/", "vLLM docs", "推理"),
         ("mailto:me@example.com", "me", "Mail"),
     ]
@@ -361,19 +367,19 @@ def test_a_heading_names_its_section_by_its_first_thousand_characters():
 def test_unfetchable_schemes_in_text_are_listed_as_skipped():
     text = "local: file:///etc/passwd\nold: ftp://ftp.example.com/pub/x.tar\ninline data:text/html,<b>hi</b>\n"
     links = parse_text(text, "s.txt")
-    assert [l.url_as_written.split(":")[0] for l in links] == ["file", "ftp", "data"]
-    assert all(l.skip_reason for l in links)
+    assert [link.url_as_written.split(":")[0] for link in links] == ["file", "ftp", "data"]
+    assert all(link.skip_reason for link in links)
 
 
 def test_two_links_on_one_line_have_distinct_columns():
     links = parse_text("see https://a.example/x and https://a.example/x again\n", "s.txt")
-    assert [l.col for l in links] == [5, 29]
+    assert [link.col for link in links] == [5, 29]
     assert links[0].url == links[1].url
 
 
 def test_trailing_punctuation_is_not_part_of_the_url():
     links = parse_text("Read (https://example.com/a_(b)) now. Also https://example.com/c.\n", "s.txt")
-    assert [l.url_as_written for l in links] == ["https://example.com/a_(b)", "https://example.com/c"]
+    assert [link.url_as_written for link in links] == ["https://example.com/a_(b)", "https://example.com/c"]
 
 
 @pytest.mark.parametrize(
@@ -386,7 +392,7 @@ def test_trailing_punctuation_is_not_part_of_the_url():
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", None, True),
     ],
 )
-def test_decode_seed(data, text, warns):
+def test_seed_bytes_are_decoded_with_a_warning_where_the_encoding_was_guessed(data, text, warns):
     decoded, warning = decode_seed(data)
     assert decoded == text
     assert bool(warning) == warns
@@ -398,7 +404,7 @@ def test_bad_files_are_skipped_or_decoded_with_warnings(tmp_path):
     (tmp_path / "gbk.txt").write_bytes("显存优化\nhttps://zhuanlan.zhihu.com/p/1\n".encode("gbk"))
     (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf# \xe6\xa0\x87\xe9\xa2\x98\n[x](https://b.example/)\n")
     inv = read_seeds([tmp_path], base=tmp_path)
-    assert {(l.seed, l.url, l.title, l.section) for l in inv.links} == {
+    assert {(link.seed, link.url, link.title, link.section) for link in inv.links} == {
         ("gbk.txt", "https://zhuanlan.zhihu.com/p/1", "显存优化", None),
         ("bom.md", "https://b.example/", "x", "标题"),
     }
@@ -422,7 +428,11 @@ def test_any_bytes_parse_without_raising(data):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list("ab显 \n:：#*-[]()<>/.h") + ["https://", "http://x.cn/", "**", "\n\n"]), max_size=60))
 def test_markdown_like_text_parses_without_raising(pieces):
-    parse_text("".join(pieces), "fuzz.md")
+    text = "".join(pieces)
+    lines = text.split("\n")
+    for link in parse_text(text, "fuzz.md"):  # each link where it was written
+        assert 1 <= link.line <= len(lines) and link.col >= 1
+        assert link.url_as_written and lines[link.line - 1][link.col - 1 :].startswith(link.url_as_written), (link, text)
 
 
 def test_fast_link_construction_is_the_dataclass():
@@ -444,3 +454,76 @@ def test_reading_seeds_leaves_the_garbage_collector_as_it_found_it(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.hostile
+def test_a_line_of_20000_urls_gives_20000_links():
+    line = " ".join(f"https://example.com/p/{i}" for i in range(20_000))
+    links = parse_text(line + "\n", "one-line.txt")
+    assert [link.url_as_written for link in links] == [f"https://example.com/p/{i}" for i in range(20_000)]
+    assert {link.line for link in links} == {1} and len({link.col for link in links}) == 20_000
+
+
+@pytest.mark.hostile
+def test_a_line_of_unclosed_anchors_gives_every_url():
+    line = "".join(f"<a href='https://example.com/p/{i}'>" for i in range(5_000))
+    links = parse_text(line + "\n", "unclosed.txt")
+    assert [link.url_as_written for link in links] == [f"https://example.com/p/{i}" for i in range(5_000)]
+
+
+@pytest.mark.hostile
+def test_trailing_brackets_of_a_long_url_are_trimmed_as_before():
+    links = parse_text("see (https://example.com/a_(b)" + ")" * 20_000 + ".\n", "brackets.txt")
+    assert [link.url_as_written for link in links] == ["https://example.com/a_(b)"]
+
+
+@pytest.mark.hostile
+def test_html_seed_sections_come_from_the_heading_before_each_link():
+    from mirror.seeds.html import parse_html
+
+    parts = "".join(f"<h2>Part {k}</h2>" + "".join(f"<p><a href='https://e.com/{k}/{i}'>x</a></p>" for i in range(1000)) for k in range(5))
+    links = parse_html(
+        f"<html><body><p><a href='https://e.com/first'>first</a></p>{parts}<h3><a href='https://e.com/in-heading'>in</a></h3></body></html>", "s.html"
+    )
+    assert links[0].section is None
+    assert [link.section for link in links[1:-1]] == [f"Part {k}" for k in range(5) for _ in range(1000)]
+    assert links[-1].section == "Part 4"  # a link inside a heading: the heading before it, as XPath's preceding::
+
+
+def test_task_items_mailto_prose_and_relative_links():
+    text = "\n".join(
+        [
+            "- [ ] https://example.com/todo",
+            "- [x] https://example.com/done",
+            "Questions? Write to mailto:someone@example.com",
+            "More in ./notes.md and `./build.sh`.",
+            '[paper]: https://arxiv.org/abs/2205.14135 "FlashAttention"',
+            "[notes]: ./notes/attention.md",
+        ]
+    )
+    links = {(link.line, link.url): link for link in parse_text(text, "list.md")}
+    assert links[(1, "https://example.com/todo")].title is None
+    assert links[(2, "https://example.com/done")].title is None
+    assert links[(3, "mailto:someone@example.com")].title is None
+    notes = links[(4, "./notes.md")]
+    assert notes.skip_reason and "relative" in notes.skip_reason
+    assert not any(url == "./build.sh" for _, url in links)  # code, not a link
+    assert links[(5, "https://arxiv.org/abs/2205.14135")].title == "FlashAttention"
+    assert "relative" in links[(6, "./notes/attention.md")].skip_reason
+
+
+def test_headings_labels_and_prose_in_brackets_stay_what_they_are():
+    text = "\n".join(
+        [
+            "## Build notes (./configure flags)",
+            "- https://example.com/one",
+            "**Read ./later:**",
+            "- https://example.com/two",
+            "[TODO]: later",
+            "[y]: //cdn.example.com/x.js",
+        ]
+    )
+    links = {link.url: link for link in parse_text(text, "list.md")}
+    assert links["https://example.com/one"].section == "Build notes (./configure flags)"
+    assert links["https://example.com/two"].section == "Read ./later"
+    assert set(links) == {"https://example.com/one", "https://example.com/two", "https://cdn.example.com/x.js"}

@@ -1,4 +1,5 @@
-"""Page identity: normalization examples and properties."""
+"""URLs: normalisation, what is skipped and why, glued-URL repairs, tracking parameters, and
+references resolved against their page."""
 
 from __future__ import annotations
 
@@ -13,7 +14,116 @@ from hypothesis import strategies as st
 from mirror import urls
 from mirror.urls import classify, glue_candidates, normalize, normalize_plain, skip_reason, unwrap_redirect
 
-from .conftest import CORPUS, SEEDS
+from .helpers import SEEDS, corpus_or_skip
+
+WEIXIN = "https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&mid=2650771181&idx=1&sn=30b2a5abc7261b4f2ea122e8e96fdabf"
+
+
+_param = st.text(alphabet=string.ascii_letters + string.digits + "_-.%~", min_size=1, max_size=8)
+
+
+_value = st.text(alphabet=string.ascii_letters + string.digits + "-._~%+=/:显存", max_size=10)
+
+
+_segment = st.text(alphabet=string.ascii_letters + string.digits + "-._~%@()+,;显存 ", max_size=10)
+
+
+_host = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,8}[A-Za-z0-9])?(\.[A-Za-z]{2,5}){1,2}", fullmatch=True)
+
+
+@st.composite
+def http_urls(draw):
+    scheme = draw(st.sampled_from(["http", "https", "HTTP", "Https"]))
+    host = draw(_host)
+    port = draw(st.sampled_from(["", ":80", ":443", ":8080"]))
+    path = "/".join(draw(st.lists(_segment, max_size=4)))
+    pairs = draw(st.lists(st.tuples(_param, _value), max_size=4))
+    query = "&".join(f"{k}={v}" for k, v in pairs)
+    fragment = draw(st.sampled_from(["", "#top", "#wechat_redirect", "#L71"]))
+    return f"{scheme}://{host}{port}/{path}" + (f"?{query}" if query else "") + fragment
+
+
+_weixin_id = st.text(alphabet=string.ascii_letters + string.digits, min_size=4, max_size=12)
+
+
+_noise = st.lists(
+    st.sampled_from(["chksm=8a7c", "scene=21", "from=timeline", "isappinstalled=0", "spm=a.b.c", "utm_source=wx"]),
+    unique=True,
+)
+
+
+def _identity(url: str) -> tuple:
+    return normalize(url), classify(url), unwrap_redirect(url)
+
+
+def _identity_by_urlsplit(url: str) -> tuple:
+    """`_identity` with the fast path switched off: every URL goes through urlsplit."""
+    with mock.patch.object(urls, "_PLAIN", re.compile(r"(?!)")):
+        return _identity(url)
+
+
+def _links_in_real_documents() -> list[str]:
+    found = {word for path in SEEDS.glob("*.txt") for word in path.read_text(encoding="utf-8").split()}
+    for page in sorted(corpus_or_skip().rglob("*.htm*"))[:300]:
+        text = page.read_bytes().decode("utf-8", errors="replace")
+        found.update(re.findall(r"""(?:href|src)\s*=\s*["']([^"']{1,800})["']""", text))
+    return sorted(found)
+
+
+_URL_PIECES = [
+    "http://",
+    "HTTPS://",
+    "ftp://",
+    "Example.COM",
+    "a-b.cn",
+    "a.",
+    ".",
+    "-",
+    "xn--fiqs8s.cn",
+    "中文.cn",
+    "[::1]",
+    "[::1",
+    "user:pw@",
+    "@",
+    ":80",
+    ":443",
+    ":0",
+    ":65535",
+    ":65536",
+    ":99999",
+    ":",
+    ":8o",
+    ":١",
+    "/",
+    "/./",
+    "/../",
+    "/a/b/../c",
+    "/.",
+    "?",
+    "#",
+    "&",
+    "=",
+    "%2f",
+    "%zz",
+    "+",
+    "utm_source=x",
+    "spm=1",
+    "q=%e4%b8%ad",
+    "b=2&a=1",
+    "Share_Source=q",
+    "中",
+    " ",
+    "\t",
+    "\n",
+    "\x01",
+    "\x7f",
+    "\ud800",
+    "\u3000",
+    "link.zhihu.com/?target=https%3A%2F%2Fa.b%2Fc",
+    "www.google.com/url?q=https://a.b/c",
+    "mp.weixin.qq.com/s?__biz=1&mid=2&idx=3&sn=4&chksm=5",
+    "www.baidu.com/s?wd=x&ie=utf-8",
+]
 
 
 @pytest.mark.parametrize(
@@ -34,15 +144,12 @@ from .conftest import CORPUS, SEEDS
         ("https://mp.weixin.qq.com/s/abc?scene=21&chksm=1#wechat_redirect", "https://mp.weixin.qq.com/s/abc"),
     ],
 )
-def test_normalize_examples(written, normal):
+def test_urls_normalize_to_one_spelling(written, normal):
     assert normalize(written) == normal
     assert normalize(normal) == normal
 
 
-WEIXIN = "https://mp.weixin.qq.com/s?__biz=MzA3MzI4MjgzMw==&mid=2650771181&idx=1&sn=30b2a5abc7261b4f2ea122e8e96fdabf"
-
-
-def test_weixin_article_spellings():
+def test_spellings_of_one_weixin_article_are_one_url():
     shared = WEIXIN + "&chksm=84e4b2e5b3933bf3&scene=21&from=timeline&isappinstalled=0#wechat_redirect"
     reordered = "https://MP.weixin.qq.com/s?sn=30b2a5abc7261b4f2ea122e8e96fdabf&idx=1&mid=2650771181&__biz=MzA3MzI4MjgzMw=="
     assert normalize(shared) == normalize(WEIXIN) == normalize(reordered)
@@ -50,7 +157,7 @@ def test_weixin_article_spellings():
     assert normalize(other) != normalize(WEIXIN)
 
 
-def test_skip_reasons():
+def test_unfetchable_urls_are_classified_with_a_reason():
     assert classify("/images/x.png")[0] == "relative"
     assert classify("mailto:a@b.c")[0] == "scheme"
     assert classify("file:///etc/passwd")[0] == "scheme"
@@ -62,33 +169,13 @@ def test_skip_reasons():
     assert skip_reason("http://localhost:8000/") is None
 
 
-def test_glue_candidates():
+def test_a_url_glued_to_words_gives_shorter_candidates():
     assert glue_candidates("https://github.com/openai/tritonPython") == (
         "https://github.com/openai/triton",
         "https://github.com/openai/",
     )
     assert glue_candidates("https://github.com/ray-project/ray") == ()
     assert glue_candidates("https://x.cn/a?Q=1") == ()
-
-
-# --- properties ----------------------------------------------------------------
-
-_param = st.text(alphabet=string.ascii_letters + string.digits + "_-.%~", min_size=1, max_size=8)
-_value = st.text(alphabet=string.ascii_letters + string.digits + "-._~%+=/:显存", max_size=10)
-_segment = st.text(alphabet=string.ascii_letters + string.digits + "-._~%@()+,;显存 ", max_size=10)
-_host = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,8}[A-Za-z0-9])?(\.[A-Za-z]{2,5}){1,2}", fullmatch=True)
-
-
-@st.composite
-def http_urls(draw):
-    scheme = draw(st.sampled_from(["http", "https", "HTTP", "Https"]))
-    host = draw(_host)
-    port = draw(st.sampled_from(["", ":80", ":443", ":8080"]))
-    path = "/".join(draw(st.lists(_segment, max_size=4)))
-    pairs = draw(st.lists(st.tuples(_param, _value), max_size=4))
-    query = "&".join(f"{k}={v}" for k, v in pairs)
-    fragment = draw(st.sampled_from(["", "#top", "#wechat_redirect", "#L71"]))
-    return f"{scheme}://{host}{port}/{path}" + (f"?{query}" if query else "") + fragment
 
 
 @settings(max_examples=400, deadline=None)
@@ -132,13 +219,6 @@ def test_normalize_and_classify_never_raise(text):
     assert normalize(once) == once
     classify(text)
     glue_candidates(text)
-
-
-_weixin_id = st.text(alphabet=string.ascii_letters + string.digits, min_size=4, max_size=12)
-_noise = st.lists(
-    st.sampled_from(["chksm=8a7c", "scene=21", "from=timeline", "isappinstalled=0", "spm=a.b.c", "utm_source=wx"]),
-    unique=True,
-)
 
 
 @settings(max_examples=200, deadline=None)
@@ -197,88 +277,11 @@ def test_what_was_searched_still_counts(a, b):
     assert normalize(a) != normalize(b)
 
 
-# --- the plain-URL fast path (one regex instead of urlsplit) must change no result ---------------
-
-
-def _identity(url: str) -> tuple:
-    return normalize(url), classify(url), unwrap_redirect(url)
-
-
-def _identity_by_urlsplit(url: str) -> tuple:
-    """`_identity` with the fast path switched off: every URL goes through urlsplit."""
-    with mock.patch.object(urls, "_PLAIN", re.compile(r"(?!)")):
-        return _identity(url)
-
-
-def _links_in_real_documents() -> list[str]:
-    found = {word for path in SEEDS.glob("*.txt") for word in path.read_text(encoding="utf-8").split()}
-    for page in sorted(CORPUS.rglob("*.htm*"))[:300] if CORPUS.is_dir() else ():
-        text = page.read_bytes().decode("utf-8", errors="replace")
-        found.update(re.findall(r"""(?:href|src)\s*=\s*["']([^"']{1,800})["']""", text))
-    return sorted(found)
-
-
 def test_plain_url_fast_path_agrees_with_urlsplit_on_real_links():
     links = _links_in_real_documents()
     plain = [url for url in links if urls._plain(url.strip()) is not None]
     assert len(plain) > 150  # the fast path is what these links exercise
     assert [_identity(url) for url in links] == [_identity_by_urlsplit(url) for url in links]
-
-
-_URL_PIECES = [
-    "http://",
-    "HTTPS://",
-    "ftp://",
-    "Example.COM",
-    "a-b.cn",
-    "a.",
-    ".",
-    "-",
-    "xn--fiqs8s.cn",
-    "中文.cn",
-    "[::1]",
-    "[::1",
-    "user:pw@",
-    "@",
-    ":80",
-    ":443",
-    ":0",
-    ":65535",
-    ":65536",
-    ":99999",
-    ":",
-    ":8o",
-    ":١",
-    "/",
-    "/./",
-    "/../",
-    "/a/b/../c",
-    "/.",
-    "?",
-    "#",
-    "&",
-    "=",
-    "%2f",
-    "%zz",
-    "+",
-    "utm_source=x",
-    "spm=1",
-    "q=%e4%b8%ad",
-    "b=2&a=1",
-    "Share_Source=q",
-    "中",
-    " ",
-    "\t",
-    "\n",
-    "\x01",
-    "\x7f",
-    "\ud800",
-    "\u3000",
-    "link.zhihu.com/?target=https%3A%2F%2Fa.b%2Fc",
-    "www.google.com/url?q=https://a.b/c",
-    "mp.weixin.qq.com/s?__biz=1&mid=2&idx=3&sn=4&chksm=5",
-    "www.baidu.com/s?wd=x&ie=utf-8",
-]
 
 
 @settings(max_examples=3000, deadline=None)

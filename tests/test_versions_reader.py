@@ -1,10 +1,5 @@
-"""Versions as a reader sees them (issue 27 item 4): the versions list with dates and what each
-was, two versions compared with the changes marked (by character in Chinese, by word in English),
-each version's snapshot as captured, and link health per reading list in the reading home.
-
-A real archive (fetched and checked from a local web server through the project's own API),
-served by `mirror serve` as a process and looked at in a real headless Chromium. Screenshots go
-to $MIRROR_TEST_ARTIFACTS, else to the test's temporary folder."""
+"""The versions of a page in the reader, in chromium: the list, a comparison of two in Chinese and
+in English, each version as captured, a soft 404's notice as inert text, and the home's link health."""
 
 from __future__ import annotations
 
@@ -15,18 +10,27 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-from .test_browser import chromium_or_skip
-from .test_reader import artifacts, browser, open_page, root  # noqa: F401 - the reader's fixtures, on this module's archive
+from .helpers import chromium_or_skip, extraction_pool
 from .webserver import HostileServer, article
+
+pytestmark = pytest.mark.slow
 
 EN_1 = (
     "<html><head><title>Attention is all you need</title></head><body><article><h1>Attention</h1><p>"
     + "The Transformer uses self-attention to draw global dependencies between input and output. " * 3
     + "</p><p>We trained the base model on eight GPUs for twelve hours.</p></article></body></html>"
 )
+
+
 EN_2 = EN_1.replace("eight GPUs for twelve hours", "sixteen TPUs for three days").replace("global dependencies", "long-range dependencies")
+
+
 ZH_1 = article("闪电注意力", "分块计算让显存访问减少了很多。")
+
+
 ZH_2 = article("闪电注意力", "分块计算让显存读写减少了很多，速度提升两倍。")
+
+
 HOSTILE_NOTICE = "<html><head><title>知乎</title></head><body><p>你似乎来到了没有知识存在的荒原<script>window.pwned=1</script></p></body></html>"
 
 
@@ -49,12 +53,12 @@ def built(tmp_path_factory) -> dict:
         options = dict(delay=0, retries=0, workers=1, timeout=10)
         with Archive(folder / "archive") as archive, archive.lock():
             archive.record_inventory(read_seeds([seeds], base=folder))
-            run(archive, FetchOptions(**options))
+            run(archive, FetchOptions(**options), pool=extraction_pool())
             web.add("/en", EN_2.encode())
             web.add("/zh", ZH_2)
             web.recorder.gone.add("/gone")
             web.add("/soft", HOSTILE_NOTICE.encode())
-            run(archive, FetchOptions(**options, refresh=True, check=True))
+            run(archive, FetchOptions(**options, refresh=True, check=True), pool=extraction_pool())
     db = sqlite_utils.Database(folder / "archive" / "mirror.db")
     ids = {name: db["pages"].get(url)["id"] for name, url in urls.items()}
     states = {name: [v["state"] for v in db.query("select state from versions where page_url = ? order by id", [url])] for name, url in urls.items()}

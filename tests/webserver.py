@@ -13,6 +13,7 @@ import threading
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -57,19 +58,29 @@ def make_pdf(title: str, lines: list[str]) -> bytes:
     return out
 
 
-_BOMB: bytes | None = None
+_BOMB: list[bytes] = []
 
 
-def gzip_bomb(decoded_mb: int = 300) -> bytes:
-    """~300 KB of gzip that decodes to `decoded_mb` MB of zeros."""
-    global _BOMB
-    if _BOMB is None:
-        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-        block = b"\0" * (1 << 20)
-        parts = [compressor.compress(block) for _ in range(decoded_mb)]
-        parts.append(compressor.flush())
-        _BOMB = b"".join(parts)
-    return _BOMB
+def gzip_bomb_pieces() -> Iterator[bytes]:
+    """~300 KB of gzip that decodes to 300 MB of zeros, a piece for each MB, made as they are
+    read the first time (a second of CPU in all: a route that made it all before its first byte
+    went past a client's timeout on a busy machine)."""
+    if _BOMB:
+        yield from _BOMB
+        return
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"\0" * (1 << 20)
+    made = []
+    for _ in range(300):
+        made.append(compressor.compress(block))
+        yield made[-1]
+    made.append(compressor.flush())
+    yield made[-1]
+    _BOMB[:] = made
+
+
+def gzip_bomb() -> bytes:
+    return b"".join(gzip_bomb_pieces())
 
 
 class Recorder:
@@ -85,6 +96,9 @@ class Recorder:
         self.gone: set[str] = set()  # paths that now answer 404
         self.pages: dict[str, tuple[int, dict[str, str], bytes]] = {}  # fixtures a test adds
         self.fallback: tuple[int, dict[str, str], bytes] | None = None  # what any other path gets (a soft 404 host)
+        self.answer_first = 0  # /held/ pages answered at once; the later ones wait for `release`
+        self.release = threading.Event()
+        self.held = 0
 
     def enter(self, path: str) -> int:
         with self.lock:
@@ -158,6 +172,19 @@ def _slow(h, hit, parts):
     seconds = float(parse_qs(parts.query).get("s", ["0.3"])[0])
     time.sleep(min(seconds, 10))
     h.send(200, article(f"slow {parts.path}"))
+
+
+def _held(h, hit, parts):
+    """The first `answer_first` of these pages answer at once, the others once the test sets
+    `release` (at most a minute): a run stopped after n pages has n pages done, however fast the
+    machine is and however late the stop lands."""
+    rec = h.server.recorder
+    with rec.lock:
+        rec.held += 1
+        waits = rec.held > rec.answer_first
+    if waits:
+        rec.release.wait(60)
+    h.send(200, article(f"held {parts.path}"))
 
 
 def _flaky(h, hit, parts):
@@ -264,20 +291,22 @@ def _big_declared(h, hit, parts):
     h.send(200, b"", {"Content-Length": str(10**10)})
 
 
-def _bomb(h, hit, parts):
-    h.send(200, gzip_bomb(), {"Content-Encoding": "gzip"})
+def _bomb(h, hit, parts, codings=("gzip",)):
+    """The gzip bomb, close-delimited, written as it is made: its first bytes go out at once."""
+    h.send_response(200)
+    h.send_header("Content-Type", "text/css" if parts.path.endswith(".css") else "text/html")
+    for coding in codings:
+        h.send_header("Content-Encoding", coding)
+    h.send_header("Connection", "close")
+    h.end_headers()
+    for piece in gzip_bomb_pieces():
+        h.wfile.write(piece)
+    h.close_connection = True
 
 
 def _bomb_twice_labelled(h, hit, parts):
     """One gzip layer, two `Content-Encoding: gzip` fields: read back, warcio decodes it once."""
-    h.send_response(200)
-    h.send_header("Content-Type", "text/css" if parts.path.endswith(".css") else "text/html")
-    h.send_header("Content-Encoding", "gzip")
-    h.send_header("Content-Encoding", "gzip")
-    body = gzip_bomb()
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
+    _bomb(h, hit, parts, codings=("gzip", "gzip"))
 
 
 def _utf8_headers(h, hit, parts):
@@ -385,6 +414,7 @@ ROUTES = {
 PREFIX_ROUTES = [
     ("/article/", _article),
     ("/slow/", _slow),
+    ("/held/", _held),
     ("/redirect/", _redirect),
     ("/loop/", _loop),
     ("/web/", _wayback_snapshot),

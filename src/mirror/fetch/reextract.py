@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -17,9 +18,11 @@ BATCH = 200  # pages per transaction
 AHEAD = 8  # extractions queued per worker: the pool stays busy, and a million pages are not held at once
 
 
-def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT) -> dict[str, int]:
+def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT, pool: Executor | None = None) -> dict[str, int]:
     """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
     (the workers segment the text for the index); then index the archived pages left.
+    In `pool` when one is given, as `fetch.run` (the caller keeps it; the archive is named to it by
+    its absolute path), else in `workers` processes of its own.
 
     Returns counts by resulting status, `indexed`, and `with images to fetch`: articles
     that now show images not archived yet, which the next `mirror fetch` fetches.
@@ -27,8 +30,10 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     batch: list[tuple[str, Extraction]] = []
     images_due = 0
     pages = archive.captured_pages()
-    with extraction_pool(workers) as pool:
-        for url, extraction in _extracted(pool, str(archive.path), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
+    with contextlib.ExitStack() as own:
+        if pool is None:
+            pool = own.enter_context(extraction_pool(workers))
+        for url, extraction in _extracted(pool, str(archive.path.absolute()), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
             batch.append((url, extraction))
             if len(batch) >= BATCH:
                 images_due += archive.save_extractions(batch)

@@ -15,6 +15,7 @@ import dataclasses
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
 from http.cookiejar import CookieJar
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -65,9 +66,15 @@ def run(
     on_start: Callable[[Summary], None] | None = None,
     on_render: RenderHook | None = None,
     only: Iterable[str] | None = None,
+    pool: Executor | None = None,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh): those among
     `only` (the pages the sources given link), else those some reading list links.
+
+    Extractions run in `pool` when one is given (`extract.pool.extraction_pool`, say: a caller
+    that starts many runs, such as the tests, starts its workers once, where each run would
+    spawn its own and import trafilatura in each, ~1 s); the caller keeps it and shuts it down.
+    Without one the run makes its own of `options.workers` processes.
 
     The caller holds the archive lock. Raises KeyboardInterrupt after a clean
     stop on Ctrl-C; everything finished before it is committed. A run that finds the network
@@ -88,15 +95,15 @@ def run(
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only))
+        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, pool))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only) -> None:
+async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, pool) -> None:
     """The run's client, writer and pool are made inside the event loop that uses them."""
-    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only).all(suspects, recoverable, missing_images)
+    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only, pool).all(suspects, recoverable, missing_images)
 
 
 class _Run:
@@ -112,10 +119,12 @@ class _Run:
         on_page: PageHook | None,
         on_render: RenderHook | None,
         only: set[str] | None = None,
+        pool: Executor | None = None,
     ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.only = on_page, on_render, only
-        self.pool = extraction_pool(options.workers)
+        self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
+        self.pool = extraction_pool(options.workers) if pool is None else pool
         self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
         self.client = _client(self.writer, options, cookies, pages, archive)
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
@@ -162,9 +171,10 @@ class _Run:
             if self.renders is not None:
                 await self.renders.close()
             self.record_the_network()
-            if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
-                self.pool.kill_workers()
-            self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
+            if self.own_pool:
+                if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
+                    self.pool.kill_workers()
+                self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
             await self.client.aclose()
             if finished:  # else the next run checks the files and recovers what they hold
                 self.close_warcs()
@@ -189,9 +199,10 @@ class _Run:
                 self.summary.recovered += 1
 
     async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
-        """The article of a capture, extracted in another process while fetching goes on here."""
+        """The article of a capture, extracted in another process while fetching goes on here
+        (the archive named by its absolute path: a pool the caller gave may run in another folder)."""
         o = self.options
-        return await in_pool(self.pool, safe_extract, str(self.archive.path), location, url, o.images, o.extract_timeout)
+        return await in_pool(self.pool, safe_extract, str(self.archive.path.absolute()), location, url, o.images, o.extract_timeout)
 
     async def page(self, page: PageToFetch) -> None:
         try:

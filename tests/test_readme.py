@@ -1,7 +1,7 @@
-"""The README's quick start, run verbatim in a fresh folder, against the web it names as this
-machine models it: its host names answered by a DNS server of the test's own, its https pages
-served on 127.0.0.1:443 with a certificate from a CA made here (SSL_CERT_FILE), `mirror serve`
-answering on its default port."""
+"""The README's contract: its two set-up commands, CI running the second verbatim, and its quick
+start, run verbatim in a fresh folder against the web it names as this machine models it (its
+host names answered by a DNS server of the test's own, its https pages served on 127.0.0.1:443
+with a certificate from a CA made here, `mirror serve` answering on its default port)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,17 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from .conftest import ROOT
 from .dnsserver import DNSServer
+from .helpers import ROOT
 from .webserver import ARTICLE
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert block, "README.md has no sh block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
 
 PAGES = {
     "/abs/2205.14135": "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness",
@@ -109,6 +117,40 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _wait_for_serve(process: subprocess.Popen) -> str | None:
+    """The search page `mirror serve` answers, once it says it is serving (None if it never does)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:8001/-/mirror/search?q=attention", timeout=5) as response:
+                return response.read().decode("utf-8")
+        except OSError:
+            time.sleep(0.5)
+    return None
+
+
+def test_readme_starts_with_two_commands_in_a_virtual_environment():
+    fetch, tests = readme_commands()[:2]
+    for command in (fetch, tests):
+        # PEP 668: a system python3 refuses `pip install` outside a virtual environment
+        assert command.startswith("python3 -m venv .venv && .venv/bin/python -m pip install")
+    assert fetch.endswith("mirror fetch")
+    assert "[test]" in tests and "pytest" in tests
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    test_command = readme_commands()[1]
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert ci_lines[-1] == test_command
+
+
+def test_readme_quick_start_names_the_commands_that_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Quick start")
+    assert start < text.index("## Commands")
+    assert text.index("```sh") < start  # the two set-up commands stay first
+
+
 def test_the_readme_quick_start_works_verbatim(tmp_path):
     script = quick_start()
     hosts = sorted({urlsplit(url).hostname for url in re.findall(r"https://[^\s)>]+", script)})
@@ -151,15 +193,3 @@ def test_the_readme_quick_start_works_verbatim(tmp_path):
     assert page is not None, output
     assert "archived" in output and "FlashAttention" in output, output  # fetch's summary, then search's hit
     assert "FlashAttention" in page
-
-
-def _wait_for_serve(process: subprocess.Popen) -> str | None:
-    """The search page `mirror serve` answers, once it says it is serving (None if it never does)."""
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:8001/-/mirror/search?q=attention", timeout=5) as response:
-                return response.read().decode("utf-8")
-        except OSError:
-            time.sleep(0.5)
-    return None

@@ -1,18 +1,13 @@
-"""End to end in a real headless Chromium (Debian's chromium, driven by Playwright).
+"""The reading UI end to end in a real headless Chromium (Debian's chromium, driven by Playwright).
 
 Starts `mirror serve` on a fetched archive, opens the reading home, types a
 Chinese word into the table's search box, opens the first hit's reader view
 and checks the article is visible; screenshots of the home, the table search,
-the reader, the snapshot and the search page go to test-artifacts/.
-"""
+the reader, the snapshot and the search page go to test-artifacts/. A styled
+snapshot looks like the live page; hostile pages raise no dialog."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,10 +18,13 @@ from mirror.fetch import FetchOptions, run
 from mirror.seeds import read_seeds
 from mirror.store import Archive
 
-from .conftest import CHROMIUM, ROOT, chromium_or_skip
-from .test_fetch import fetch_urls
+from .helpers import ROOT, SITE_CSS, STYLED, THEME_CSS, chromium, chromium_or_skip, extraction_pool, fetch_urls, mirror_serve, solid_png
+from .hostile_archive import BOOKMARKLET
+
+pytestmark = pytest.mark.slow
 
 ARTIFACTS = ROOT / "test-artifacts"
+
 
 ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>显存优化实战</title></head><body>
 <article><h1>显存优化实战</h1>
@@ -35,12 +33,6 @@ ARTICLE = """<!DOCTYPE html><html lang="zh"><head><meta charset="utf-8"><title>�
 <p>零冗余优化器把优化器状态、梯度和参数切分到各个数据并行进程上，进一步降低每张卡的显存占用。</p>
 <p><img src="/diagram.png" alt="示意图"></p><script>document.title = "script ran"</script>
 </article></body></html>"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -56,60 +48,10 @@ def served_archive(tmp_path, web):
     )
     with Archive(tmp_path / "archive") as archive, archive.lock():
         archive.record_inventory(read_seeds([seeds], base=tmp_path))
-        run(archive, FetchOptions(delay=0, retries=0, workers=1))
+        run(archive, FetchOptions(delay=0, retries=0, workers=1), pool=extraction_pool())
     web.shutdown()  # the browser must need nothing but the archive
     with mirror_serve(tmp_path / "archive") as root:
         yield root
-
-
-@contextmanager
-def mirror_serve(archive_dir: Path):
-    """`mirror serve` as a real process on a free port; yields its root URL."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(archive_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        server.kill()
-        pytest.fail("mirror serve did not start: " + server.stderr.read().decode())
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-@contextmanager
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def test_search_in_chromium_and_read_the_article(served_archive):
@@ -159,36 +101,6 @@ def test_search_in_chromium_and_read_the_article(served_archive):
     assert (ARTIFACTS / "reader.png").stat().st_size > 1000
 
 
-STYLED = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>A styled page</title>
-<link rel="stylesheet" href="/css/site.css"></head>
-<body><nav><ul><li><a href="/one">One</a></li><li><a href="/two">Two</a></li></ul></nav>
-<main id="card"><h1>Styled page, 样式</h1>
-<p>This page takes its layout, colours, font and background from an external stylesheet, which
-imports a second one and loads a web font and a background image. Its archived snapshot must look
-the same as the live page, with everything served from the archive and nothing from the network.</p>
-</main></body></html>"""
-SITE_CSS = """@import "theme.css";
-@font-face { font-family: "Probe"; src: url("../fonts/probe.ttf") format("truetype"); }
-nav ul { list-style: none; display: flex; gap: 12px; margin: 0; padding: 8px; background: rgb(30, 30, 60); }
-nav a { color: rgb(250, 220, 90); }
-#card { width: 420px; margin: 20px; padding: 16px; font-family: "Probe", serif;
-        background: url("/img/bg.png") repeat; border: 3px solid rgb(200, 40, 40); }"""
-THEME_CSS = "#card h1 { color: rgb(10, 120, 200); font-size: 26px; } #card p { color: rgb(60, 60, 60); line-height: 1.6; }"
-
-
-def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
-    """A real PNG of one colour (the background image the stylesheet loads)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-
-
 def test_snapshot_looks_like_the_live_page(tmp_path, web):
     """The same element screenshotted in Chromium live and in the snapshot must be the same
     PNG, byte for byte: same layout, colours, web font and background image. The snapshot is
@@ -234,11 +146,9 @@ def test_snapshot_looks_like_the_live_page(tmp_path, web):
 
 
 @pytest.mark.hostile
-def test_hostile_archive_raises_no_dialog_in_chromium(tmp_path):
+def test_hostile_archive_raises_no_dialog_in_chromium(hostile_archive):
     """Reader, search and table views of hostile pages: no script of theirs runs (issue 10)."""
-    from . import hostile_archive
-
-    archive = hostile_archive.build(tmp_path)
+    archive = hostile_archive
     ids = {row["url"]: row["id"] for row in sqlite_utils.Database(archive / "mirror.db").query("select id, url from pages")}
     dialogs, violations = [], []
     chromium_or_skip()
@@ -267,9 +177,9 @@ def test_hostile_archive_raises_no_dialog_in_chromium(tmp_path):
             for link in page.locator("a[href]").all():  # click every link an archived page put there
                 href = link.get_attribute("href") or ""
                 assert href.startswith(("/", "http://", "https://", "?", "#")), (view, href)
-        page.goto(base + f"/-/mirror/page/{ids[hostile_archive.BOOKMARKLET]}")
+        page.goto(base + f"/-/mirror/page/{ids[BOOKMARKLET]}")
         original = page.locator("dt:text('Original') + dd")
-        assert original.inner_text() == hostile_archive.BOOKMARKLET and not original.locator("a").count()
+        assert original.inner_text() == BOOKMARKLET and not original.locator("a").count()
         page.goto(base + f"/-/mirror/page/{next(i for u, i in ids.items() if u.endswith('/xss-alt'))}")
         page.locator("article.mirror-article a", has_text="click javascript").click()
         page.wait_for_timeout(300)

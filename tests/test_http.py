@@ -63,6 +63,64 @@ def _fetch(tmp_path, name: str, urls: list[str], cookies: CookieJar | None = Non
     return asyncio.run(go()), _records(tmp_path / name)
 
 
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 with a self-signed certificate for that address."""
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(PNG)))
+            self.end_headers()
+            self.wfile.write(PNG)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server.server_address[1], cert
+    server.shutdown()
+
+
 def test_resources_are_captured_with_their_redirects_and_failures(tmp_path, web):
     css = b"body { background: url(/png) }" * 50
     urls = [
@@ -131,64 +189,6 @@ def test_credentials_in_a_url_are_sent_and_a_bad_label_is_a_bad_url(tmp_path, we
     answers, _ = _fetch(tmp_path, "odd", [f"http://user:secret@127.0.0.1:{web.port}/image.png", "http://xn--/image.png"])
     assert answers[0].status == 200 and web.recorder.headers["/image.png"][-1]["Authorization"].startswith("Basic ")
     assert answers[1].error == Reason.BAD_URL
-
-
-@pytest.fixture
-def tls_server(tmp_path):
-    """An HTTPS server on 127.0.0.1 with a self-signed certificate for that address."""
-    import shutil
-    import ssl
-    import subprocess
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(len(PNG)))
-            self.end_headers()
-            self.wfile.write(PNG)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield server.server_address[1], cert
-    server.shutdown()
 
 
 def test_a_resource_over_tls_is_captured(tmp_path, tls_server, monkeypatch):
