@@ -143,6 +143,25 @@ def test_chromium_mhtml_is_added_with_its_parts(tmp_path, saved_site):
     assert (f"{saved_site.url}/pictures/pipeline.png", "archived") in resources  # its own record, at its own URL
     assert [hit["url"] for hit in _search(archive, "微批次")] == [url]
     _reader_shows_picture(archive, row["id"])
+    exported = run_mirror("export", "wacz", str(tmp_path / "added.wacz"), "--archive", str(archive), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert {url, f"{saved_site.url}/pictures/pipeline.png"} <= _wacz_targets(tmp_path / "added.wacz")  # replayable elsewhere
+
+
+def _wacz_targets(path: Path) -> set[str]:
+    import io
+    import zipfile
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    targets = set()
+    with zipfile.ZipFile(path) as wacz:
+        for name in wacz.namelist():
+            if name.startswith("archive/"):
+                for record in ArchiveIterator(io.BytesIO(wacz.read(name))):
+                    if record.rec_type == "response":
+                        targets.add(record.rec_headers.get_header("WARC-Target-URI"))
+    return targets
 
 
 def test_a_saved_html_needs_its_address(tmp_path):
@@ -209,3 +228,20 @@ def test_a_check_that_meets_the_sign_in_wall_keeps_the_added_copy(tmp_path):
     with sqlite3.connect(archive / "mirror.db") as db:
         states = [row[0] for row in db.execute("select state from versions where page_url = ? order by id", [site.article])]
     assert states[0] == "first" and states[1:] and set(states[1:]) == {"blocked"}
+
+
+def test_a_file_name_cannot_forge_warc_headers(tmp_path):
+    """The file's name is written into its records' WARC headers: a line break in it stays inside one header."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    saved = tmp_path / "page\r\nWARC-Type: revisit.html"
+    saved.write_text(PAGE, encoding="utf-8")
+    archive = tmp_path / "archive"
+    assert _add(archive, str(saved), "--url", "https://example.org/named").returncode == 0
+    kinds = []
+    for warc in (archive / "warc").glob("*.warc.gz"):
+        with open(warc, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                kinds.append(record.rec_type)
+                assert record.rec_headers.get_header("Mirror-Added-From") == "page??WARC-Type: revisit.html"
+    assert kinds == ["response"]

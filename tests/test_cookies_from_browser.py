@@ -181,6 +181,8 @@ def test_a_bad_browser_or_profile_is_a_clear_error(tmp_path):
     ):
         done = _fetch(archive, spec, "http://127.0.0.2:9/x")
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
+    checked = run_mirror("check", "--archive", str(archive), "--cookies-from-browser", "safari", cwd=tmp_path)
+    assert checked.returncode == 2 and "must be one of" in checked.stderr
     assert parse_spec("Firefox:default-release") == ("firefox", "default-release")
     assert parse_spec("chrome") == ("chrome", None)
 

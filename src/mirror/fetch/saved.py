@@ -35,6 +35,7 @@ MAX_SAVED_BYTES = 100_000_000
 _HEAD = 65536  # SingleFile's comment is at the top; an MHTML's headers in its first lines
 _SINGLEFILE = re.compile(rb"<!--\s*(Page saved with SingleFile|Archive processed by SingleFile)\b(.*?)-->", re.S)
 _FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z ]{0,40}):\s?(.*?)\s*$")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 _JS_DATE = re.compile(r"\w{3} (\w{3} \d{1,2} \d{4} \d\d:\d\d:\d\d) GMT([+-]\d{4})")
 
 
@@ -71,6 +72,7 @@ class SavedPage:
 def read_saved(stream: BinaryIO, file_name: str, url: str | None = None) -> SavedPage:
     """The saved page in `stream` (its name for the record); `url` (--url, a form's `url` field)
     wins over what the file says. Raises SavedPageError."""
+    file_name = _CONTROLS.sub("?", file_name)[:300]  # it goes into WARC headers: one line, always
     data = stream.read(MAX_SAVED_BYTES + 1)
     if len(data) > MAX_SAVED_BYTES:
         raise SavedPageError(f"{file_name}: larger than {MAX_SAVED_BYTES:,} bytes; not added")
