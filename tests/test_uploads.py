@@ -11,6 +11,7 @@ import json
 import socket
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import httpx
@@ -196,3 +197,55 @@ def test_a_200_mb_upload_is_refused_while_memory_stays_flat(archive):
         assert served.process.poll() is None
     assert _stored(archive) == (0, 0)
     assert not any((archive / ".uploads").iterdir())
+
+
+WORKER = """// Posts a page as SingleFile's REST Form API destination does: a FormData with the page as a File
+// named SingleFile.html (text/html) in `file`, its URL in `url`, the token as a Bearer header.
+const form = new FormData();
+form.append("file", new File([new Blob([PAGE], { type: "text/html" })], "SingleFile.html", { type: "text/html" }));
+form.append("url", URL);
+fetch(ENDPOINT, { method: "POST", body: form, headers: new Map([["Authorization", "Bearer " + TOKEN], ["Accept", "multipart/form-data"]]) })
+  .then((response) => response.json())
+  .then((answer) => console.log("uploaded", JSON.stringify(answer)));
+"""
+
+
+def test_an_upload_from_a_browser_extension(archive, tmp_path):
+    """A real extension in headless chromium (its own origin, chrome-extension://…, host
+    permission for 127.0.0.1) uploads the page with the browser's own fetch and FormData."""
+    from .conftest import CHROMIUM, chromium_or_skip
+    from .member_site import CHROMIUM_QUIET
+
+    chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with Served(archive, "--uploads") as served:
+        token = (archive / "upload-token").read_text().strip()
+        extension = tmp_path / "extension"
+        extension.mkdir()
+        manifest = {
+            "manifest_version": 3,
+            "name": "upload",
+            "version": "1",
+            "host_permissions": ["http://127.0.0.1/*"],
+            "background": {"service_worker": "worker.js"},
+        }
+        (extension / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        constants = {"PAGE": PAGE, "URL": URL, "ENDPOINT": f"{served.url}/-/mirror/add", "TOKEN": token}
+        (extension / "worker.js").write_text("".join(f"const {k} = {json.dumps(v)};\n" for k, v in constants.items()) + WORKER, encoding="utf-8")
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                str(tmp_path / "profile"),
+                executable_path=CHROMIUM,
+                headless=True,
+                args=[*CHROMIUM_QUIET, f"--disable-extensions-except={extension}", f"--load-extension={extension}"],
+            )
+            try:
+                deadline = time.monotonic() + 30
+                while _stored(archive)[0] == 0 and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            finally:
+                context.close()
+    assert _stored(archive)[0] == 1
+    with sqlite3.connect(archive / "mirror.db") as db:
+        assert json.loads(db.execute("select provenance from pages where url = ?", [URL]).fetchone()[0])["file"] == "SingleFile.html"
