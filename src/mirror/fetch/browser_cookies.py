@@ -3,10 +3,11 @@ from its database, so that a page behind a login is fetched as the user sees it.
 
 Spelled as yt-dlp spells it (chromium, chrome, brave, edge, firefox; PROFILE a profile's name or
 its folder), and read as yt-dlp's cookie module reads it, which is the model here. Not a
-dependency: yt-dlp's only public way to it is the whole downloader, browser-cookie3 asks the
-desktop keyring on every call and fails without a D-Bus session (a server, a CI machine, a
-headless browser's profile: its issue #206), and rookiepy is a compiled Rust module whose
-keyring fallbacks cannot be steered from Python. What this needs is small:
+dependency: yt-dlp's only public way to it is the whole downloader; browser-cookie3 (0.20.1) asks
+the desktop keyring on every call and raises KeyError 'DBUS_SESSION_BUS_ADDRESS' without a D-Bus
+session (a server, CI, a headless profile; its issue #206); rookiepy (0.5.6, compiled Rust, no
+release since 2024) reads a running Firefox's cookies.sqlite without its `-wal`, so a fresh login
+comes back as no cookie at all (both tried on this machine). What this needs is small:
 
 - The database is copied first (with its `-wal` and `-journal`), so a running browser, which
   keeps it locked, is no obstacle, and nothing of the profile is ever written.
