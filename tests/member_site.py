@@ -258,3 +258,27 @@ user_pref("browser.safebrowsing.downloads.enabled", false);
 user_pref("extensions.update.enabled", false);
 user_pref("extensions.getAddons.cache.enabled", false);
 """
+
+
+def chromium_login(profile: str, site_url: str, password_store: str = "basic") -> None:
+    """Headless chromium with its own profile folder signs in through the site's form, then closes
+    (Chromium writes its cookies to disk when it closes). `password_store`: where it keeps the key
+    to its cookies (basic: none, the fixed key; gnome-libsecret: the Secret Service)."""
+    from playwright.sync_api import sync_playwright
+
+    from .conftest import CHROMIUM
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[*CHROMIUM_QUIET, f"--password-store={password_store}"],
+            ignore_default_args=["--password-store=basic"],
+            proxy={"server": DEAD_PROXY, "bypass": "127.0.0.0/8"},
+        )
+        page = context.new_page()
+        page.goto(f"{site_url}/login")
+        page.click("#go")
+        page.wait_for_url("**/welcome")
+        context.close()

@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,25 +19,13 @@ import pytest
 from mirror.fetch.browser_cookies import CookieSourceError, cookies_from_browser, parse_spec
 
 from .conftest import CHROMIUM, chromium_or_skip, run_mirror
-from .member_site import CHROMIUM_QUIET, DEAD_PROXY, FIREFOX_PREFS, MEMBER_TEXT, SECRET, SESSION, MemberSite, holding
+from .member_site import CHROMIUM_QUIET, FIREFOX_PREFS, MEMBER_TEXT, SECRET, SESSION, MemberSite, chromium_login, holding
 
 FIREFOX = shutil.which("firefox-esr") or shutil.which("firefox")
 
 
 def _chromium_profile(folder: Path, site: MemberSite) -> None:
-    """Headless chromium with its own profile folder signs in through the site's form, then closes
-    (Chromium writes its cookies to disk when it closes)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(folder), executable_path=CHROMIUM, headless=True, args=CHROMIUM_QUIET, proxy={"server": DEAD_PROXY, "bypass": "127.0.0.0/8"}
-        )
-        page = context.new_page()
-        page.goto(f"{site.url}/login")
-        page.click("#go")
-        page.wait_for_url("**/welcome")
-        context.close()
+    chromium_login(str(folder), site.url)
 
 
 def _cookie_values(spec: str) -> dict[str, str]:
@@ -241,4 +231,54 @@ def test_v11_values_use_the_keyring_password(tmp_path, monkeypatch):
     assert _cookie_values(f"chrome:{tmp_path / 'profile'}") == {"z_c0": "2|1:0|v"}
     monkeypatch.setattr(browser_cookies, "_keyring_password", lambda name: (None, ": no keyring here"))
     read = cookies_from_browser(f"chrome:{tmp_path / 'profile'}")
-    assert list(read.jar) == [] and read.notes == ["1 cookies could not be decrypted: no keyring here"]
+    assert list(read.jar) == [] and read.notes == ["1 cookie could not be decrypted: no keyring here"]
+
+
+def test_a_chromium_profile_whose_key_is_in_the_keyring(tmp_path):
+    """A desktop session's Chromium keeps the key to its cookies in the Secret Service (GNOME
+    Keyring here, in a D-Bus session of the test's own): its values are v11, read with the
+    keyring's password. Outside that session the keyring cannot be asked: a clear error."""
+    chromium_or_skip()
+    tools = [shutil.which(tool) for tool in ("dbus-run-session", "gnome-keyring-daemon")]
+    if None in tools:
+        message = "dbus-run-session and gnome-keyring-daemon are needed (apt-get install dbus gnome-keyring)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from .conftest import ROOT
+
+    profile, archive = tmp_path / "chromium-profile", tmp_path / "archive"
+    with MemberSite() as site:
+        script = (
+            "eval $(printf pw | gnome-keyring-daemon --unlock --components=secrets) >/dev/null && "
+            f"\"$PYTHON\" -c \"from tests.member_site import chromium_login; chromium_login('{profile}', '{site.url}', 'gnome-libsecret')\" && "
+            f'"$PYTHON" -m mirror fetch {site.article} --archive {archive} --cookies-from-browser chromium:{profile} '
+            "--delay 0 --retries 0 --browser never"
+        )
+        env = {**os.environ, "PYTHON": sys.executable}
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        done = subprocess.run(["dbus-run-session", "--", "bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        with sqlite3.connect(profile / "Default" / "Cookies") as db:
+            assert db.execute("select substr(encrypted_value, 1, 3) from cookies where name = ?", [SESSION]).fetchone()[0] == b"v11"
+        assert MEMBER_TEXT[:20] in _article(archive, site.article)["text"]
+        assert not site.pictures.saw_session()
+        outside = subprocess.run(  # no session bus (none of the user's either): no keyring to ask
+            [
+                sys.executable,
+                "-m",
+                "mirror",
+                "fetch",
+                site.article,
+                "--archive",
+                str(tmp_path / "elsewhere"),
+                "--cookies-from-browser",
+                f"chromium:{profile}",
+            ],
+            env={k: v for k, v in env.items() if k != "PYTHON"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert outside.returncode == 2 and "could not be decrypted" in outside.stderr and "keyring" in outside.stderr
+    assert holding(archive, SECRET) == []

@@ -148,7 +148,7 @@ def _firefox(connection: sqlite3.Connection) -> tuple[CookieJar, list[str]]:
             expiry //= 1000
         jar.set_cookie(_cookie(_text(host), _text(name), _text(value), _text(path), expiry or None, bool(secure), bool(http_only)))
     if containers:
-        notes.append(f"{containers} cookies of Firefox containers left out")
+        notes.append(f"{containers} cookie{'s' if containers != 1 else ''} of Firefox containers left out")
     return jar, notes
 
 
@@ -179,7 +179,7 @@ def _chromium(connection: sqlite3.Connection, keyring_name: str) -> tuple[Cookie
         stamp = expires / 1_000_000 - _NT_EPOCH_OFFSET if expires else None
         jar.set_cookie(_cookie(_text(host), _text(name), text, _text(path), stamp, bool(secure), bool(http_only)))
     if undecrypted:
-        notes.append(f"{undecrypted} cookies could not be decrypted{keys.why}")
+        notes.append(f"{undecrypted} cookie{'s' if undecrypted != 1 else ''} could not be decrypted{keys.why}")
     return jar, notes
 
 
