@@ -255,7 +255,8 @@ def test_a_chromium_profile_whose_key_is_in_the_keyring(tmp_path):
             f'"$PYTHON" -m mirror fetch {site.article} --archive {archive} --cookies-from-browser chromium:{profile} '
             "--delay 0 --retries 0 --browser never"
         )
-        env = {**os.environ, "PYTHON": sys.executable}
+        # (`tests` imported by path: an earlier test's extraction pool may have set PYTHONSAFEPATH in this process)
+        env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)
         done = subprocess.run(["dbus-run-session", "--", "bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -275,7 +276,7 @@ def test_a_chromium_profile_whose_key_is_in_the_keyring(tmp_path):
                 "--cookies-from-browser",
                 f"chromium:{profile}",
             ],
-            env={k: v for k, v in env.items() if k != "PYTHON"},
+            env={k: v for k, v in env.items() if k not in ("PYTHON", "PYTHONPATH")},
             capture_output=True,
             text=True,
             timeout=60,
