@@ -95,6 +95,9 @@ def test_no_token_or_a_wrong_one_stores_nothing(archive):
         for given, scheme in ((None, "Bearer"), ("not-the-token", "Bearer"), (token[:-1], "Bearer"), (token, "Basic"), (token, "Token")):
             answer = _upload(served, given, scheme=scheme)
             assert answer.status_code == 401, answer.text
+        (archive / "upload-token").write_text("")  # emptied by hand: no empty token matches, a new one is made
+        answer = httpx.post(f"{served.url}/-/mirror/add", headers={"Authorization": "Bearer"}, files={"file": ("SingleFile.html", PAGE.encode())})
+        assert answer.status_code == 401 and len((archive / "upload-token").read_text().strip()) >= 32
         assert _stored(archive) == (0, 0)
 
 

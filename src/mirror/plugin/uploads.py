@@ -46,6 +46,7 @@ SETTING = "uploads"
 MAX_UPLOAD = MAX_SAVED_BYTES + (1 << 20)  # a saved page as large as `mirror add` takes, and the form around it
 _MAX_FIELD = 65536
 _EXTENSION_SCHEMES = ("chrome-extension://", "moz-extension://", "safari-web-extension://")
+_SHORTEST_TOKEN = 16
 _LOCK_WAIT = 10.0  # seconds an upload waits for another writer (an upload) before a 503
 _pool = None
 _pool_lock = threading.Lock()
@@ -61,7 +62,11 @@ def upload_token(archive_dir: Path) -> str:
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return path.read_text(encoding="ascii").strip()
+        token = path.read_text(encoding="ascii", errors="replace").strip()
+        if len(token) >= _SHORTEST_TOKEN:
+            return token
+        path.unlink()  # emptied or cut short by hand: a token anyone could guess is no token
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     token = secrets.token_urlsafe(32)
     with os.fdopen(descriptor, "w", encoding="ascii") as out:
         out.write(token + "\n")
@@ -88,7 +93,7 @@ async def answer_upload(datasette, scope, receive, send, headers: dict[str, str]
         return await _json(send, 404, {"ok": False, "error": "no mirror archive is attached to this datasette"}, cors)
     token = upload_token(folder)
     scheme, _, given = headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    if scheme.lower() != "bearer" or not given.strip() or not hmac.compare_digest(given.strip().encode(), token.encode()):
         return await _json(send, 401, {"ok": False, "error": "no upload token, or not this archive's"}, cors + [(b"www-authenticate", b"Bearer")])
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD:
