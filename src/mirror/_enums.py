@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "ADDED_SEED",
     "COMMAND_LINE",
     "RETRYABLE_REASONS",
     "RETRY_STATUSES",
@@ -139,9 +140,11 @@ class Source(StrEnum):
 
     LIVE = "live"
     WAYBACK = "wayback"
+    ADDED = "added"  # saved by the user's browser and added (`mirror add`, an upload): what the file says, not fetched
 
 
 COMMAND_LINE = "(command line)"  # `links.seed` of URLs given on the command line
+ADDED_SEED = "(added)"  # `links.seed` of pages the user added (`mirror add`, an upload); kept like the command line's
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524})
 RETRYABLE_REASONS = frozenset({Reason.TIMEOUT, Reason.CONNECT, Reason.RESET, Reason.PROTOCOL, Reason.DNS})

@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from ._enums import (
+    ADDED_SEED,
     COMMAND_LINE,
     RETRY_STATUSES,
     RETRYABLE_REASONS,
@@ -29,6 +30,7 @@ from ._enums import (
 )
 
 __all__ = [
+    "ADDED_SEED",
     "COMMAND_LINE",
     "BrowserMode",
     "CaptureKind",

@@ -42,6 +42,15 @@ AllowPrivate = Annotated[
     bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")
 ]
 Cookies = Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)]
+CookiesFromBrowser = Annotated[
+    str | None,
+    typer.Option(
+        "--cookies-from-browser",
+        metavar="BROWSER[:PROFILE]",
+        help="Send the cookies of your own browser profile (chromium, chrome, brave, edge, firefox; PROFILE a name or a folder), "
+        "each only to its own domain. Read from a copy: the browser may be running.",
+    ),
+]
 Wayback = Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")]
 WaybackApi = Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")]
 Workers = Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")]

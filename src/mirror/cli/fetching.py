@@ -22,6 +22,7 @@ from ._options import (
     Chromium,
     Concurrency,
     Cookies,
+    CookiesFromBrowser,
     Delay,
     ExtractTimeout,
     Header,
@@ -77,6 +78,7 @@ def fetch(
     header_all_hosts: HeaderAllHosts = False,
     allow_private: AllowPrivate = False,
     cookies: Cookies = None,
+    cookies_from_browser: CookiesFromBrowser = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
     all_pending: Annotated[bool, typer.Option("--all-pending", help="With sources given: also fetch what earlier lists left pending.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
@@ -169,6 +171,8 @@ def _options(given: dict) -> FetchOptions:
     cookies = given["cookies"]
     if cookies is not None and not cookies.is_file():
         fail(f"{cookies}: no such cookies file", code=2)
+    if given.get("cookies_from_browser"):
+        options.cookie_jar = _browser_cookies(given["cookies_from_browser"])
     from ..http.resolver import nameservers_from_env
 
     try:
@@ -176,6 +180,26 @@ def _options(given: dict) -> FetchOptions:
     except ValueError as exc:
         fail(str(exc), code=2)
     return options
+
+
+def _browser_cookies(spec: str):
+    """The browser profile's cookies, read now: what was read is said in one line (an error ends the command, exit 2)."""
+    from ..fetch.browser_cookies import CookieSourceError, cookies_from_browser
+
+    try:
+        read = cookies_from_browser(spec)
+    except CookieSourceError as exc:
+        fail(str(exc), code=2)
+    cookies = list(read.jar)
+    if not cookies:
+        fail(
+            f"--cookies-from-browser {spec}: {read.source} holds no cookie that could be read{'; ' + '; '.join(read.notes) if read.notes else ''}",
+            code=2,
+        )
+    sites = len({cookie.domain.lstrip(".") for cookie in cookies})
+    notes = f" ({'; '.join(read.notes)})" if read.notes else ""
+    err.print(f"cookies: {len(cookies)} of {sites} sites from {safe(read.source)}, each sent only to its own site{safe(notes)}")
+    return read.jar
 
 
 def _headers(header: list[str] | None, user_agent: str | None) -> dict[str, str]:

@@ -12,7 +12,6 @@ from ..store import DB_NAME
 from ._common import err, fail, open_archive, safe
 from ._options import ArchiveDir
 
-
 # datasette's settings: a table search that 5,000 pages match takes more than its default 1 s; and
 # it suggests facets by trying every column on every table page: 6-8 s a page (and a table search)
 # at 100,000 pages, where the configured facets take 0.3-0.6 s
@@ -29,8 +28,17 @@ def serve(
         list[str] | None, typer.Option("--allow-host", help="Also answer requests for this host name (repeatable), e.g. behind a proxy.")
     ] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
+    uploads: Annotated[
+        bool,
+        typer.Option(
+            "--uploads",
+            help="Accept pages from your browser (SingleFile's 'upload to a REST Form API') at POST /-/mirror/add, "
+            "with the token in ARCHIVE/upload-token; every other route stays read-only.",
+        ),
+    ] = False,
 ) -> None:
-    """Browse and search the archive offline with datasette."""
+    """Browse and search the archive offline with datasette; with --uploads, also take pages from
+    your logged-in browser in one click (SingleFile)."""
     import inspect
     import threading
     import webbrowser
@@ -43,7 +51,9 @@ def serve(
         pass
     _check_port_free(host, port)
     # the plugin answers, on a loopback socket, only loopback host names and these (DNS rebinding)
-    plugins = {"plugins": {"mirror": {"allow_hosts": list(allow_host or ())}}}
+    plugins = {"plugins": {"mirror": {"allow_hosts": list(allow_host or ()), "uploads": uploads}}}
+    if uploads:
+        _setup_uploads(archive, host, port)
     options = {"settings": SETTINGS}
     options |= {"config": plugins} if "config" in inspect.signature(Datasette).parameters else {"metadata": plugins}  # 1.0 | 0.65
     if os.access(archive, os.W_OK):
@@ -59,6 +69,32 @@ def serve(
         uvicorn.run(app_, host=host, port=port, log_level="warning")
     except OSError as exc:
         fail(f"cannot listen on {host}:{port} ({exc.strerror})")
+
+
+def _setup_uploads(archive: Path, host: str, port: int) -> None:
+    """The token made (or read), and how to point SingleFile at this server, said once."""
+    from .._util.loopback import is_loopback_address
+    from ..plugin.uploads import TOKEN_FILE, UPLOAD_PATH, upload_token
+
+    if not os.access(archive, os.W_OK):
+        fail(f"--uploads: the archive folder {archive} cannot be written", code=2)
+    try:
+        token = upload_token(archive)
+    except OSError as exc:
+        fail(f"--uploads: cannot make {archive / TOKEN_FILE} ({exc.strerror or exc})")
+    where = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}{UPLOAD_PATH}"
+    err.print(
+        f"uploads on: {safe(where)} takes pages from your browser, with the token in {safe(archive / TOKEN_FILE)}\n"
+        "  SingleFile: Options > Destinations > 'upload to a REST Form API':\n"
+        f"    URL {safe(where)}\n    authorization token {safe(token)}\n"
+        "    file field name: file    URL field name: url\n"
+        "  then 'Save page with SingleFile' on a page you are logged in to; it appears in the reader as added by you"
+    )
+    if not is_loopback_address(host):
+        err.print(
+            f"[yellow]warning:[/] serving on {safe(host)}: other machines can reach the upload route "
+            "(the token travels in clear over plain http; keep it to a network you trust)"
+        )
 
 
 def _check_port_free(host: str, port: int) -> None:

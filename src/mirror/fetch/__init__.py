@@ -8,7 +8,10 @@ browser pass; crash recovery from the WARC files a killed run left, and a page's
     recovery    responses a crashed run wrote to WARC but never recorded
     feeds       a feed given as a URL: its entries read from its capture, as a reading list
     reextract   `mirror reindex`: every capture extracted again, without the network
-    options     what the run is asked to do; cookies.txt
+    options     what the run is asked to do; cookies.txt, and the cookies a run sends
+    browser_cookies  --cookies-from-browser: a browser profile's cookies (Chromium's, Firefox's)
+    saved       pages the user's browser saved: SingleFile, MHTML, HTML
+    added       such a page added to the archive (`mirror add`, uploads)
     summary     what the run did
 """
 

@@ -6,13 +6,13 @@ import re
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from http.cookiejar import LoadError, MozillaCookieJar
+from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
 from pathlib import Path
 
 from .. import warc
 from ..extract.pool import EXTRACT_TIMEOUT
 
-__all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "load_cookies"]
+__all__ = ["DEFAULT_USER_AGENT", "FetchError", "FetchOptions", "load_cookies", "run_cookies"]
 
 DEFAULT_USER_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36 mirror/0.1 (personal archiver)"
@@ -20,7 +20,8 @@ DEFAULT_USER_AGENT = (
 
 
 class FetchError(Exception):
-    """The run cannot start: the cookies file cannot be read or is not a cookies.txt.
+    """The run cannot start: the cookies file cannot be read or is not a cookies.txt, or the
+    browser's cookies cannot be read.
     (A locked or unusable archive is a `mirror.store.ArchiveError`.)"""
 
 
@@ -39,6 +40,8 @@ class FetchOptions:
     user_agent: str = DEFAULT_USER_AGENT
     headers: dict[str, str] = field(default_factory=dict)
     cookies: Path | None = None
+    cookies_from_browser: str | None = None  # BROWSER[:PROFILE], as yt-dlp spells it (`browser_cookies`)
+    cookie_jar: CookieJar | None = None  # that browser's cookies, read already (the command line reads them to say what it read)
     retry_failed: bool = False
     refresh: bool = False
     check: bool = False  # a link-health check: soft 404s are also judged against the host's answer for a path that cannot exist
@@ -82,4 +85,24 @@ def load_cookies(path: Path) -> MozillaCookieJar:
     for cookie in jar:
         if not cookie.expires:  # exporters write 0 for session cookies
             cookie.expires, cookie.discard = None, True
+    return jar
+
+
+def run_cookies(options: FetchOptions) -> CookieJar | None:
+    """The cookies a run sends: the cookies.txt's and the browser's, in one jar (each cookie
+    still only to its own domain). Raises FetchError when either cannot be read."""
+    from .browser_cookies import CookieSourceError, browser_jar, cookies_from_browser
+
+    browser = options.cookie_jar
+    if browser is None and options.cookies_from_browser:
+        try:
+            browser = cookies_from_browser(options.cookies_from_browser).jar
+        except CookieSourceError as exc:
+            raise FetchError(str(exc)) from exc
+    from_file = load_cookies(options.cookies) if options.cookies else None
+    if browser is None or from_file is None:
+        return browser if browser is not None else from_file
+    jar = browser_jar()
+    for cookie in [*from_file, *browser]:  # the browser's own, where both have one
+        jar.set_cookie(cookie)
     return jar

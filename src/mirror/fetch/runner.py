@@ -39,14 +39,14 @@ from .._types import (
 from .._util.faults import crash_point
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
+from ..check import soft404
 from ..extract.pool import extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
-from ..check import soft404
 from ..store.queries import warc_location
 from . import requisites
-from .options import FetchOptions, load_cookies
+from .options import FetchOptions, run_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover
 from .render import Renders, http_article
@@ -80,7 +80,7 @@ def run(
     stop on Ctrl-C; everything finished before it is committed. A run that finds the network
     down leaves the pages it could not look up pending (`Summary.left_pending`).
     """
-    cookies = load_cookies(options.cookies) if options.cookies else None
+    cookies = run_cookies(options)
     summary = Summary()
     suspects = archive.unclosed_warcs()
     summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]

@@ -7,6 +7,7 @@ checked, and the recognition of anti-bot and login pages.
     connect    where a request goes: the environment's proxy, else the checked addresses
     lookups    host names looked up once each; resolver: names -> addresses (aiodns)
     blocked    anti-bot and login pages, never stored as articles
+    redact     the user's cookies and tokens kept out of the WARC files
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-HINT = "the site wants a logged-in browser: export its cookies to cookies.txt and re-run with --cookies FILE"
+HINT = (
+    "the site wants a logged-in browser: re-run with --cookies-from-browser BROWSER (or --cookies FILE), "
+    "or save the page in your browser and `mirror add` it (docs/logins.md)"
+)
 
 # Specific markers only: an article that merely mentions 安全验证 is still an article.
 _ZHIHU = re.compile(r"/account/unhuman|unhuman\?type=")

@@ -24,8 +24,8 @@ from ..warc import CaptureWriter
 from .connect import CheckedTransport, Route, proxied, proxy_for
 from .failures import failed
 from .gate import Budget, Reach, server_key
-from .host_health import HostHealth
 from .hop import Hops
+from .host_health import HostHealth
 from .lookups import Lookups, ascii_host
 from .resolver import Resolver, nameservers_from_env
 
@@ -75,6 +75,9 @@ class Client(Hops):
         self._routes: dict[tuple[str, str | None], Route] = {}
         self._headers, self._cookies = headers, cookies
         self._private_headers, self._private_hosts = private_headers or {}, private_hosts
+        # what is written to the WARC files without its value (`redact`): the user's headers, cookies and any credentials
+        self.secret_headers = frozenset(name.lower() for name in self._private_headers)
+        self.secret_cookies = frozenset(cookie.name for cookie in cookies) if cookies else frozenset()
         self._tls = httpx.create_ssl_context()  # built once: it costs tens of milliseconds
         self._limits = httpx.Limits(max_connections=per_host, max_keepalive_connections=per_host, keepalive_expiry=keepalive)
         self._timeout = httpx.Timeout(timeout)

@@ -18,6 +18,7 @@ from .blocked import HINT, blocked_reason
 from .body import decode_head, is_htmlish, raw_reason, read_body
 from .failures import failed, retry_after
 from .gate import Budget, Reach
+from .redact import redact_request, redact_response
 
 if TYPE_CHECKING:
     from ..warc import CaptureWriter
@@ -39,6 +40,8 @@ class Hops:
     in_flight: dict[str, float]
     _global: asyncio.Semaphore
     revisits: dict  # page URL -> (its saved copy's URL, location), for a re-check (a payload seen before is a revisit)
+    secret_headers: frozenset[str]  # the user's --header names, lower-cased: their values never reach the WARC files
+    secret_cookies: frozenset[str]  # the names of the user's cookies: a response renewing one is recorded without its value
 
     def _route(self, url: str) -> Route: ...
     def _proxied(self, url: str) -> bool: ...
@@ -78,6 +81,8 @@ class Hops:
         hop.etag = response.headers.get("etag")
         hop.last_modified = response.headers.get("last-modified")
         capture = request.capture(response, body, truncated, {warc.RENDER_HEADER: render_for} if render_for else {PAGE_HEADER: original})
+        capture.request_headers = redact_request(capture.request_headers, self.secret_headers)
+        capture.response_headers = redact_response(capture.response_headers, self.secret_cookies)
         repeated = None if truncated or response.status_code != 200 or render_for else self._repeats(original, url, body)
         if repeated is not None:  # the saved copy's bytes again: a revisit record, no second body
             hop.location, hop.revisit = self.writer.write_revisit(capture, repeated), True

@@ -71,8 +71,12 @@ def validate_settings(datasette) -> None:
 
 
 def guard(datasette, app):
-    """Wrap datasette's ASGI app with both checks."""
+    """Wrap datasette's ASGI app with both checks. The upload route (`uploads`, the plugin's only
+    write) answers by its own rule: browser extensions and clients without an Origin, with the token."""
+    from .uploads import UPLOAD_PATH, answer_upload
+
     resource_path = datasette.urls.path("/-/mirror/resource")
+    upload_path = datasette.urls.path(UPLOAD_PATH)
     hosts: set[str] | None = None
 
     async def guarded(scope, receive, send):
@@ -84,6 +88,9 @@ def guard(datasette, app):
             hosts = allowed_hosts(datasette)
         if _on_loopback(scope) and not _host_allowed(headers.get("host", ""), hosts):
             return await _refuse(send, 400, HOST_REFUSED)
+        if scope.get("path") == upload_path:
+            isolated = [(b"cross-origin-resource-policy", b"same-origin"), (b"cross-origin-opener-policy", b"same-origin")]
+            return await answer_upload(datasette, scope, receive, _adding_headers(send, isolated), headers)
         snapshot_resource = scope.get("path") == resource_path and _has_key(scope)
         if not (snapshot_resource or _same_origin_or_navigation(scope, headers, bool(getattr(datasette, "cors", False)))):
             return await _refuse(send, 403, ORIGIN_REFUSED)

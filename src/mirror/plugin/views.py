@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import re
 from urllib.parse import quote, urlencode
 
@@ -15,11 +16,11 @@ import sqlite_utils
 from datasette import Response
 from markdown_it import MarkdownIt
 
+from ..check import link_health as health
 from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
-from ..check import link_health as health
 from ..store import queries
 from ..urls import web_url
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _requested_page, _views, reader_csp
@@ -93,9 +94,31 @@ async def reader_view(datasette, request):
         "screenshot": screenshot_url(datasette, page_id) if page.get("screenshot_warc_file") else None,
         "versions": await versions_for_reader(datasette, db, page),
         "compare": datasette.urls.path(f"/-/mirror/page/{page_id}/compare"),
+        "added": _provenance(page),
     }
     body = await datasette.render_template("mirror_page.html", context, request=request)
     return Response.html(body, headers={"Content-Security-Policy": reader_csp()})
+
+
+def _provenance(page: dict) -> dict | None:
+    """Where a page the user added came from (the file, its format and date, what it says of
+    itself), for the reader to show; None for a fetched page. Every value is shown as text."""
+    if page.get("source") != "added":
+        return None
+    try:
+        values = json.loads(page.get("provenance") or "{}")
+    except ValueError:
+        values = {}
+    if not isinstance(values, dict):
+        values = {}
+    headers = values.get("headers") if isinstance(values.get("headers"), dict) else {}
+    return {
+        "file": str(values.get("file") or ""),
+        "format": str(values.get("format") or ""),
+        "saved_at": values.get("saved_at") if isinstance(values.get("saved_at"), str) else None,
+        "added_via": str(values.get("added_via") or ""),
+        "headers": {str(k): str(v)[:500] for k, v in list(headers.items())[:30]},
+    }
 
 
 async def _original(datasette, db, page: dict) -> dict | None:

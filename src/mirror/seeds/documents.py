@@ -56,12 +56,12 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
     return inventory
 
 
-def links_from_urls(written: list[str]) -> Inventory:
-    """An inventory of URLs given on the command line (`mirror fetch URL...`)."""
-    inventory = Inventory(seeds=[COMMAND_LINE] if written else [])
+def links_from_urls(written: list[str], seed: str = COMMAND_LINE) -> Inventory:
+    """An inventory of URLs given on the command line (`mirror fetch URL...`), or of pages the user added (`seed`)."""
+    inventory = Inventory(seeds=[seed] if written else [])
     for url in written:
         hit = _Found(0, len(url), url.strip(), None)
-        link = _make_link(hit, COMMAND_LINE, 0, None, None)
+        link = _make_link(hit, seed, 0, None, None)
         # keyed by the URL itself so that earlier command-line URLs are kept
         inventory.links.append(replace(link, col=zlib.crc32(link.url.encode()) & 0x7FFFFFFF))
     return inventory

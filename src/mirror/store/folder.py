@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -49,19 +50,26 @@ class ArchiveFolder:
     db: sqlite_utils.Database
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Exclusive right to fetch into this archive; refuses a second runner."""
+    def lock(self, wait: float = 0.0) -> Iterator[None]:
+        """Exclusive right to write captures into this archive; refuses a second writer (after
+        `wait` seconds: an upload waits for another upload, not for a whole fetch)."""
         path = self.path / ".fetch.lock"
         handle = open(path, "a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            handle.close()
-            raise ArchiveLocked(
-                f"{self.path}: another mirror fetch (pid {holder}) is running on this archive; wait for it to finish or stop it"
-            ) from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                handle.close()
+                raise ArchiveLocked(
+                    f"{self.path}: another mirror fetch (pid {holder}) is running on this archive; wait for it to finish or stop it"
+                ) from None
         try:
             handle.seek(0)
             handle.truncate()

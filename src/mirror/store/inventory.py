@@ -19,7 +19,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
-from .._types import COMMAND_LINE, Link, PageStatus
+from .._types import ADDED_SEED, COMMAND_LINE, Link, PageStatus
 from .._util.gc import gc_paused
 from ._bulk import BulkWriter
 from .folder import now
@@ -125,7 +125,7 @@ def _diff_links(conn: sqlite3.Connection, inventory: Inventory) -> _LinkDiff:
     # one row per (seed, line, col): the last link written there wins, as an upsert would
     final = {(link.seed, link.line, link.col): link for link in inventory.links}
     existing = _link_rows(conn, dict.fromkeys([*inventory.seeds, *(key[0] for key in final)]))
-    read = set(inventory.seeds) - {COMMAND_LINE}  # command-line links stay until removed by hand
+    read = set(inventory.seeds) - {COMMAND_LINE, ADDED_SEED}  # command-line and added links stay until removed by hand
     stale = [key for key in existing if key[0] in read and key not in final]
     conn.executemany("delete from links where seed = ? and line = ? and col = ?", stale)
     touched = {existing[key][0] for key in stale}
@@ -147,7 +147,7 @@ def _finish_links(conn: sqlite3.Connection, inventory: Inventory, diff: _LinkDif
     conn.executemany(
         "insert into seeds (seed, links, read_at) values (?, ?, ?) "
         "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
-        [(seed, counts[seed], stamp) for seed in inventory.seeds if seed != COMMAND_LINE],
+        [(seed, counts[seed], stamp) for seed in inventory.seeds if seed not in (COMMAND_LINE, ADDED_SEED)],
     )
 
 

@@ -68,7 +68,8 @@ PAGES_COLUMNS = {
     "warc_file": str,  # the latest good capture, relative to archive/warc/
     "warc_offset": int,
     "warc_length": int,
-    "source": str,  # a Source: live or wayback
+    "source": str,  # a Source: live, wayback, or added (saved by the user's browser; `provenance` says from what)
+    "provenance": str,  # JSON, an added page's: the file, its format, when the browser saved it, its headers
     "wayback_timestamp": str,
     "gone_since": str,  # first time an archived page failed or vanished
     "health": str,  # a VersionState: what the latest capture or check found (versions has every one)
@@ -308,7 +309,7 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
-# 10: pages.render_gain and render_basis (the browser inside the fetch)
+# 10: pages.render_gain and render_basis (the browser inside the fetch); 11: pages.provenance (pages the user added)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _drop_status_index,
@@ -319,6 +320,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _versions,
     _baseline,
     _compact,
+    _baseline,
     _baseline,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back

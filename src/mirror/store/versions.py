@@ -28,7 +28,7 @@ class VersionWrites:
         state, changed, note = version_state(result, extraction, before, shell)
         final: Exchange = result.final
         render = result.render if result.render is not None and result.render.won else None
-        how = "browser" if render else Source.WAYBACK if result.source == Source.WAYBACK else Source.LIVE
+        how = "browser" if render else Source(result.source)  # live, wayback, or added by the user
         self._add_version(
             result.url,
             stamp,

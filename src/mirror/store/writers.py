@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from .. import _fts
 from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, Render, ResourceStatus, VersionState
 from .._util.faults import crash_point
+from ..check.versions import Before, bad_answer
 from ._sql import _insert_many, _update_page
 from .folder import now
 from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
 from .schema import reindex_rows, stored_extraction
-from ..check.versions import Before, bad_answer
 from .versions import VersionWrites
 
 if TYPE_CHECKING:
@@ -81,6 +81,20 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
                 if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
                     _update_page(self.db, result.url, {"stylesheets": json.dumps(extraction.stylesheets) if extraction.stylesheets else None})
             crash_point("commit")
+        return status
+
+    def record_added(
+        self, result: PageResult, extraction: Extraction, provenance: str, resources: list[Exchange], saved_at: str | None, *, had_capture: bool
+    ) -> PageStatus | None:
+        """A page the user's browser saved, recorded as a fetch of it is (`record_fetch`: a version,
+        its article indexed, a file without an article never replacing a saved copy), with where
+        it came from (`provenance`, JSON) and the resources it carried, in one transaction."""
+        with self.db.atomic():
+            status = self.record_fetch(result, had_capture=had_capture, extraction=extraction)
+            location = self.db.execute("select warc_file, warc_offset from pages where url = ?", [result.url]).fetchone()
+            if result.final.location is not None and tuple(location) == (result.final.location.file, result.final.location.offset):
+                _update_page(self.db, result.url, {"provenance": provenance, **({"fetched_at": saved_at} if saved_at else {})})
+                self.record_resources(result.url, resources)
         return status
 
     def _record_attempts(self, result: PageResult, *, rows: bool = True) -> None:
@@ -279,6 +293,7 @@ def _capture_values(result: PageResult, stamp: str, status: PageStatus, original
         "redirects": json.dumps(final.redirects) if final.redirects else None,
         **warc_values(final.location),
         "source": result.source,
+        "provenance": None,  # (an added page's, set by `record_added`: a fetched copy has none)
         "capture": CaptureKind.HTTP,
         "wayback_timestamp": result.wayback_timestamp,
         "error": None,

@@ -33,6 +33,9 @@ PAGE_HEADER = "Mirror-Page"
 # WACZ export of that page takes them along. Not PAGE_HEADER: crash recovery must not take a
 # rendering's response for the page's own capture.
 RENDER_HEADER = "Mirror-Rendered-For"
+# Names the file a page added by the user came from (`mirror add`, an upload): its records were
+# not fetched by mirror, and say so. They carry RENDER_HEADER too: the page's WACZ takes them along.
+ADDED_HEADER = "Mirror-Added-From"
 DEFAULT_ROTATE_BYTES = 512 * 1024 * 1024
 GZIP_LEVEL = 1  # fetching is CPU-bound on extraction: a fast level, ~20% larger files
 # Payloads that are compressed already (images, archives, gzip-encoded bodies) are stored in
@@ -59,6 +62,8 @@ class Capture:
     body: BinaryIO  # raw payload as sent (still content-encoded), seekable
     extra_warc_headers: dict[str, str] | None = None
     target: str | None = None  # the request line's target as sent (default: from `url`, percent-encoded)
+    with_request: bool = True  # False: no request was made (a page the user's browser saved): its response record alone
+    date: str | None = None  # WARC-Date (default: now); a saved page's is when the browser saved it
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class Derived:
     record_type: str = "resource"  # or "conversion"
     refers_to: str | None = None
     refers_to_url: str | None = None
+    extra_warc_headers: dict[str, str] | None = None
 
 
 class CaptureWriter:
@@ -126,7 +132,7 @@ class CaptureWriter:
         for item in items:
             heads.append(len(members))
             if isinstance(item, Capture):
-                members += _capture_records(item, _now())
+                members += _capture_records(item, item.date or _now())
             else:
                 level = 0 if _COMPRESSED_TYPES.match(item.content_type) else GZIP_LEVEL
                 builder = builder or WARCWriter(None, gzip=False)
@@ -231,7 +237,7 @@ def _revisit_record(capture: Capture, date: str, original: Original) -> bytes:
     return _record("revisit", _record_id(), capture.url, date, extra, http_response, None, GZIP_LEVEL, original.payload_digest)
 
 
-def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
+def _capture_records(capture: Capture, date: str) -> tuple[bytes, ...]:
     """The response record and its request record as gzip members, byte for byte as warcio's
     writer writes them (its StatusAndHeaders serialize the HTTP headers): warcio's record
     builder reads the body twice for its digests and rescans its header list for each field it
@@ -243,6 +249,8 @@ def _capture_records(capture: Capture, date: str) -> tuple[bytes, bytes]:
     response_id = _record_id()
     extra = list((capture.extra_warc_headers or {}).items())
     response = _record("response", response_id, capture.url, date, extra, http_response, capture.body, _level(capture))
+    if not capture.with_request:
+        return (response,)
     request = _record("request", _record_id(), capture.url, date, [("WARC-Concurrent-To", response_id)], http_request, None, GZIP_LEVEL)
     return response, request
 
@@ -332,6 +340,7 @@ def _derived_record(writer: WARCWriter, item: Derived):
         headers["WARC-Refers-To"] = item.refers_to
     if item.refers_to_url:
         headers["WARC-Refers-To-Target-URI"] = item.refers_to_url
+    headers.update(item.extra_warc_headers or {})
     return writer.create_warc_record(
         item.url,
         item.record_type,
