@@ -266,7 +266,7 @@ def chromium_login(profile: str, site_url: str, password_store: str = "basic") -
     to its cookies (basic: none, the fixed key; gnome-libsecret: the Secret Service)."""
     from playwright.sync_api import sync_playwright
 
-    from .conftest import CHROMIUM
+    from .helpers import CHROMIUM
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import CHROMIUM, chromium_or_skip, run_mirror
+from .helpers import CHROMIUM, chromium_or_skip, run_mirror
 from .member_site import CHROMIUM_QUIET, DEAD_PROXY, MEMBER_TEXT, MemberSite, Served, Site, noisy_png
 
 PICTURE = noisy_png()

@@ -18,7 +18,7 @@ import pytest
 
 from mirror.fetch.browser_cookies import CookieSourceError, cookies_from_browser, parse_spec
 
-from .conftest import CHROMIUM, chromium_or_skip, run_mirror
+from .helpers import CHROMIUM, chromium_or_skip, run_mirror
 from .member_site import CHROMIUM_QUIET, FIREFOX_PREFS, MEMBER_TEXT, SECRET, SESSION, MemberSite, chromium_login, holding
 
 FIREFOX = shutil.which("firefox-esr") or shutil.which("firefox")
@@ -245,7 +245,7 @@ def test_a_chromium_profile_whose_key_is_in_the_keyring(tmp_path):
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    from .conftest import ROOT
+    from .helpers import ROOT
 
     profile, archive = tmp_path / "chromium-profile", tmp_path / "archive"
     with MemberSite() as site:

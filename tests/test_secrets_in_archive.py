@@ -10,7 +10,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from .conftest import run_mirror
+from .helpers import run_mirror
 from .member_site import SECRET, SESSION, MemberSite, holding
 
 TOKEN = "tok-9d1e77c0a5b34f"  # an API token given with --header

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import run_mirror
+from .helpers import run_mirror
 from .member_site import Served
 
 EXTENSION = "chrome-extension://mpiodijhokgodhhofbcjdecpffjipkle"  # SingleFile's id in the Chrome Web Store
@@ -216,7 +216,7 @@ fetch(ENDPOINT, { method: "POST", body: form, headers: new Map([["Authorization"
 def test_an_upload_from_a_browser_extension(archive, tmp_path):
     """A real extension in headless chromium (its own origin, chrome-extension://…, host
     permission for 127.0.0.1) uploads the page with the browser's own fetch and FormData."""
-    from .conftest import CHROMIUM, chromium_or_skip
+    from .helpers import CHROMIUM, chromium_or_skip
     from .member_site import CHROMIUM_QUIET
 
     chromium_or_skip()
