@@ -22,6 +22,7 @@ from .images import document_base
 from .markdown import flatten_inline_code, render_article
 from .sniff import sniff
 
+from .tables import unwrap_layout_tables
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture"]
 
 MIN_WORDS = 30  # fewer than this and a page has no article to read
@@ -188,6 +189,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
         except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
             meta = None
         try:
+        unwrap_layout_tables(tree)  # a page laid out in tables reads as its paragraphs, not as rows of cells
             marked = mark_images(tree, html)
         except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
             tree, marked = load_html(html), []
