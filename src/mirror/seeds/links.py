@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .._types import Link
+from .._util.text import decode_entities
 from .. import urls
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
@@ -281,3 +282,5 @@ def _clean_title(text: str) -> str:
         text = _EMPHASIS.sub("", text)
     text = " ".join(text.split())  # runs of whitespace as one space, as \s+ would
     return text.strip(" \t-–—|>:：,，;；").strip()
+    if "&" in text:  # `&amp;`, `&raquo;`: their characters, as CommonMark reads them
+        text = decode_entities(text)
