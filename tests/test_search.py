@@ -62,50 +62,89 @@ def contains_sequence(haystack: list[str], needle: list[str], prefix: bool) -> b
     return False
 
 
+def _term(word: str, phrase: bool, in_title: bool):
+    """(kind, value, prefix, title only) of one word or phrase; None when it has no tokens."""
+    prefix = word.endswith("*") and not phrase
+    toks = tokens(word)
+    if not toks:
+        return None
+    joined = "".join(toks)
+    if CJK_ONLY.match(joined) and all(len(t) == 1 for t in toks):
+        return ("substring", joined, False, in_title)
+    return ("tokens", toks, prefix and not CJK_ONLY.match(toks[-1]), in_title)
+
+
+def query_groups(query: str) -> list[list[tuple]]:
+    """The query's terms in groups: every group must match, any term of one (`a OR b`); `title:`
+    restricts a word or the phrase after it to the title."""
+    items: list = []
+    title_next = False
+    for piece in re.split(r'("[^"]*")', query):
+        if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2:
+            items.append(_term(piece[1:-1], True, title_next))
+            title_next = False
+            continue
+        title_next = False
+        words = piece.replace('"', " ").split()
+        for k, word in enumerate(words):
+            if word == "OR":
+                items.append("OR")
+            elif word.lower().startswith("title:") and len(word) == 6:
+                title_next = k == len(words) - 1 and not piece[-1:].isspace()
+            elif word.lower().startswith("title:"):
+                items.append(_term(word[6:], False, True))
+            else:
+                items.append(_term(word, False, False))
+    groups: list[list[tuple]] = []
+    joining = False
+    for k, item in enumerate(items):
+        if item == "OR":
+            after = items[k + 1] if k + 1 < len(items) else None
+            if groups and after not in (None, "OR"):
+                joining = True
+                continue
+            item = _term("OR", False, False)
+        if item is None:
+            continue
+        if joining:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+        joining = False
+    return groups
+
+
 def brute_force(docs: dict[str, list[str]], query: str) -> set[str]:
-    """Pages whose title, text, author or sitename contain every term of `query`.
+    """Pages whose title, text, author or sitename contain every term of `query` (any of the
+    terms `OR` joins; a `title:` term in the title).
 
     A Chinese/Japanese word is a plain substring; other words are whole
     tokens (case-insensitive), `word*` a token prefix, "a phrase" consecutive
     tokens. Zero-width spaces and U+E000 in stored texts are ignored.
     """
-    terms = []
-    for piece in re.split(r'("[^"]*")', query):
-        if piece.startswith('"') and piece.endswith('"') and len(piece) >= 2:
-            words = [piece[1:-1]]
-            phrase = True
-        else:
-            words = piece.replace('"', " ").split()
-            phrase = False
-        for word in words:
-            prefix = word.endswith("*") and not phrase
-            toks = tokens(word)
-            if not toks:
-                continue
-            joined = "".join(toks)
-            if CJK_ONLY.match(joined) and all(len(t) == 1 for t in toks):
-                terms.append(("substring", joined, False))
-            else:
-                terms.append(("tokens", toks, prefix and not CJK_ONLY.match(toks[-1])))
-    if not terms:
+    groups = query_groups(query)
+    if not groups:
         return set()
     hits = set()
     for url, columns in docs.items():
         clean = [c.replace(ZWSP, "").replace(BARRIER, "") for c in columns]
-        columns_tokens = None
-        ok = True
-        for kind, value, prefix in terms:
-            if kind == "substring":
-                found = any(value in c for c in clean)
-            else:
-                columns_tokens = columns_tokens or [tokens(c) for c in clean]
-                found = any(contains_sequence(ct, value, prefix) for ct in columns_tokens)
-            if not found:
-                ok = False
-                break
-        if ok:
+        columns_tokens: dict[int, list[str]] = {}  # made when a term needs them
+        if all(any(_found(term, clean, columns_tokens) for term in group) for group in groups):
             hits.add(url)
     return hits
+
+
+def _found(term: tuple, clean: list[str], columns_tokens: dict[int, list[str]]) -> bool:
+    kind, value, prefix, in_title = term
+    where = range(1) if in_title else range(len(clean))  # (the title is the first column)
+    if kind == "substring":
+        return any(value in clean[i] for i in where)
+    for i in where:
+        if i not in columns_tokens:
+            columns_tokens[i] = tokens(clean[i])
+        if contains_sequence(columns_tokens[i], value, prefix):
+            return True
+    return False
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +199,16 @@ QUERIES = [
     "-python",
     "title:python",
     "AND",
+    # a small grammar: OR between two terms, title: before a word or a phrase
     "python OR java",
+    "记者 OR 手机",
+    "Facebook OR Twitter 隐私",
+    "OR python",
+    "python OR",
+    "title:记者",
+    "title:的",
+    'title:"machine learning"',
+    "title:Face* 隐私",
     "a*b",
     '"中国"',
     '"中 国"',

@@ -6,7 +6,7 @@ import codecs
 import functools
 import re
 
-__all__ = ["decode", "readable_date", "strip_controls"]
+__all__ = ["decode", "decode_entities", "readable_date", "strip_controls"]
 
 # C0 controls but tab and newline, DEL and C1: ESC starts terminal sequences
 # (OSC 0 sets the window title, OSC 52 writes the clipboard), CR overwrites a line.
@@ -19,6 +19,21 @@ def strip_controls(text: str, keep: str = "") -> str:
     Tab and newline stay, and so do the characters in `keep`.
     """
     return _pattern(keep).sub("", text)
+
+
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def decode_entities(text: str | None) -> str | None:
+    """A title with its HTML character references decoded (`多维博客 &raquo; 播客热潮` -> `多维博客 »
+    播客热潮`, `&amp;` -> `&`), once, where it is taken: a page's `<title>` escaped twice, a
+    feed's or an export's title written as HTML, a Markdown link's text (CommonMark decodes
+    them). What shows it escapes it again for its own output (HTML, XML), once."""
+    if not text or "&" not in text or not _ENTITY.search(text):
+        return text
+    import html
+
+    return html.unescape(text)
 
 
 def readable_date(value: str | None) -> str:

@@ -24,47 +24,49 @@ Sources = Annotated[
     list[str] | None,
     typer.Argument(help="Seed files, folders or URLs.", show_default="seeds/"),
 ]
-Concurrency = Annotated[int, typer.Option(min=1, help="Requests in flight overall.")]
-PerHost = Annotated[int, typer.Option(min=1, help="Requests in flight to one host.")]
-Delay = Annotated[float, typer.Option(min=0, help="Minimum seconds between requests to one host.")]
-Timeout = Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request: connect, headers and body.")]
-Retries = Annotated[int, typer.Option(min=0, help="Retries for timeouts, connection errors, 408, 429, 5xx.")]
-TimeoutRetries = Annotated[int, typer.Option(min=0, help="Of those, retries after a timeout (each can wait --timeout again).")]
-Backoff = Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles each time.")]
-UserAgent = Annotated[str | None, typer.Option(help="User-Agent header.", show_default="a browser-like one naming mirror")]
+# `--help` groups the options of `fetch` and `check` in these panels (typer's rich_help_panel)
+WHAT, POLITE, IDENTITY, BROWSER, RUN = "What to fetch", "Politeness", "Identity and access", "Browser", "The run"
+
+Concurrency = Annotated[int, typer.Option(min=1, help="Requests in flight overall.", rich_help_panel=POLITE)]
+PerHost = Annotated[int, typer.Option(min=1, help="Requests in flight to one host.", rich_help_panel=POLITE)]
+Delay = Annotated[float, typer.Option(min=0, help="Seconds between requests to one host.", rich_help_panel=POLITE)]
+Timeout = Annotated[float, typer.Option(min=0.1, help="Seconds for a whole request.", rich_help_panel=POLITE)]
+Retries = Annotated[int, typer.Option(min=0, help="Retries for timeouts, resets, 408, 429, 5xx.", rich_help_panel=POLITE)]
+TimeoutRetries = Annotated[int, typer.Option(min=0, help="Of those, how many after a timeout.", rich_help_panel=POLITE)]
+Backoff = Annotated[float, typer.Option(min=0, help="Seconds before the first retry; doubles.", rich_help_panel=POLITE)]
+UserAgent = Annotated[str | None, typer.Option(help="User-Agent header.", show_default="browser-like", rich_help_panel=IDENTITY)]
 Header = Annotated[
-    list[str] | None, typer.Option("--header", help="Extra header 'Name: value' (repeatable), sent only to the hosts of the URLs being fetched.")
+    list[str] | None, typer.Option("--header", help="'Name: value' (repeatable), only to the hosts of the URLs fetched.", rich_help_panel=IDENTITY)
 ]
-HeaderAllHosts = Annotated[
-    bool, typer.Option("--header-all-hosts", help="Send --header values to every host, redirect targets and image hosts included.")
-]
+HeaderAllHosts = Annotated[bool, typer.Option("--header-all-hosts", help="Send --header values to every host.", rich_help_panel=IDENTITY)]
 AllowPrivate = Annotated[
-    bool, typer.Option("--allow-private", help="Fetch images from private and loopback addresses even for pages on public ones.")
+    bool, typer.Option("--allow-private", help="Fetch from private and loopback addresses for public pages.", rich_help_panel=IDENTITY)
 ]
-Cookies = Annotated[Path | None, typer.Option(help="Netscape cookies.txt, sent to the cookies' own domains.", dir_okay=False)]
+Cookies = Annotated[Path | None, typer.Option(help="Netscape cookies.txt, each cookie to its own domain.", dir_okay=False, rich_help_panel=IDENTITY)]
 CookiesFromBrowser = Annotated[
     str | None,
     typer.Option(
         "--cookies-from-browser",
         metavar="BROWSER[:PROFILE]",
-        help="Send the cookies of your own browser profile (chromium, chrome, brave, edge, firefox; PROFILE a name or a folder), "
-        "each only to its own domain. Read from a copy: the browser may be running.",
+        help="Your browser profile's cookies (chromium, chrome, brave, edge, firefox), each to its own domain.",
+        rich_help_panel=IDENTITY,
     ),
 ]
-Wayback = Annotated[bool, typer.Option("--wayback", help="Archive the Internet Archive's snapshot of pages that fail.")]
-WaybackApi = Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="Base URL of the Wayback availability API.")]
-Workers = Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="one per core")]
-ExtractTimeout = Annotated[float, typer.Option(min=0.1, help="Seconds for one page's extraction; past it, the page's plain text is kept.")]
-Chromium = Annotated[str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium on the PATH")]
-BrowserTabs = Annotated[
-    int | None, typer.Option(min=1, help="Pages rendered at once in the browser.", show_default="one per core, as memory allows, at most 4")
+Wayback = Annotated[bool, typer.Option("--wayback", help="For pages that fail, the Internet Archive's copy.", rich_help_panel=WHAT)]
+WaybackApi = Annotated[str, typer.Option(envvar="MIRROR_WAYBACK_API", help="The Wayback availability API.", rich_help_panel=WHAT)]
+Workers = Annotated[int | None, typer.Option(min=1, help="Extraction processes.", show_default="per core", rich_help_panel=RUN)]
+ExtractTimeout = Annotated[float, typer.Option(min=0.1, help="Seconds for one extraction; then plain text.", rich_help_panel=RUN)]
+Chromium = Annotated[
+    str | None, typer.Option(envvar="MIRROR_CHROMIUM", help="The chromium to drive.", show_default="chromium", rich_help_panel=BROWSER)
 ]
+BrowserTabs = Annotated[int | None, typer.Option(min=1, help="Pages rendered at once.", show_default="per core, ≤4", rich_help_panel=BROWSER)]
 Browser = Annotated[
     BrowserMode,
     typer.Option(
         envvar="MIRROR_BROWSER",
         case_sensitive=False,
-        help="Render pages in chromium: auto (JavaScript challenges, app shells, pages a script fills), always (every HTML page), never.",
+        help="Render in chromium: auto (when a script makes the article), always, never.",
+        rich_help_panel=BROWSER,
     ),
 ]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.", rich_help_panel=RUN)]

@@ -13,6 +13,8 @@ import typer
 from .._enums import BrowserMode
 from ._common import err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
+    POLITE,
+    WHAT,
     AllowPrivate,
     ArchiveDir,
     AsJson,
@@ -63,12 +65,18 @@ def _size(text: str | int) -> int:
 def fetch(
     sources: Sources = None,
     archive: ArchiveDir = Path("archive"),
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also pages that failed before.", rich_help_panel=WHAT)] = False,
+    all_pending: Annotated[bool, typer.Option("--all-pending", help="Also what earlier lists left pending.", rich_help_panel=WHAT)] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page (conditional requests).", rich_help_panel=WHAT)] = False,
+    images: Annotated[bool, typer.Option("--images/--no-images", help="The articles' images and styles too.", rich_help_panel=WHAT)] = True,
+    wayback: Wayback = False,
+    wayback_api: WaybackApi = "https://archive.org",
     concurrency: Concurrency = 16,
     per_host: PerHost = 2,
     delay: Delay = 1.0,
     timeout: Timeout = 30.0,
     max_bytes: Annotated[
-        int, typer.Option(parser=_size, metavar="SIZE", help="Refuse bodies larger than this (decoded): 50M, 10MB, 2GiB, 500000.", show_default="50M")
+        int, typer.Option(parser=_size, metavar="SIZE", help="Refuse larger bodies (decoded): 50M, 2GiB.", show_default="50M", rich_help_panel=POLITE)
     ] = 50_000_000,
     retries: Retries = 3,
     timeout_retries: TimeoutRetries = 1,
@@ -79,17 +87,11 @@ def fetch(
     allow_private: AllowPrivate = False,
     cookies: Cookies = None,
     cookies_from_browser: CookiesFromBrowser = None,
-    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Also fetch pages that failed before.")] = False,
-    all_pending: Annotated[bool, typer.Option("--all-pending", help="With sources given: also fetch what earlier lists left pending.")] = False,
-    refresh: Annotated[bool, typer.Option("--refresh", help="Re-check every page with conditional requests.")] = False,
-    wayback: Wayback = False,
-    wayback_api: WaybackApi = "https://archive.org",
-    images: Annotated[bool, typer.Option("--images/--no-images", help="Also capture the images articles show.")] = True,
-    workers: Workers = None,
-    extract_timeout: ExtractTimeout = 30.0,
     browser: Browser = BrowserMode.AUTO,
     chromium: Chromium = None,
     browser_tabs: BrowserTabs = None,
+    workers: Workers = None,
+    extract_timeout: ExtractTimeout = 30.0,
     as_json: AsJson = False,
 ) -> None:
     """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:

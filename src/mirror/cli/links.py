@@ -58,18 +58,32 @@ def links(
 
 
 def _links_table(links: list, width: int) -> Table:
-    """One row a link; a URL is never wrapped (it is copied from here): one wider than the
-    terminal allows loses its middle, and the other columns wrap around it."""
+    """One row a link, in the terminal's width: the seed's name and line, section and note each
+    on one line at a width of their own (a longer one loses its middle or its end), the URL on
+    one line too (it is copied from here: a longer one loses its middle), and the title wrapping
+    in what is left, at least a third of the width."""
+    from rich.cells import cell_len
     from rich.table import Table
 
-    room = max(30, width - 40)  # what the other four columns keep at least
-    longest = max((len(link.url) for link in links), default=3)
-    table = Table("seed:line", "section", "title", show_lines=False)
-    table.add_column("url", no_wrap=True, min_width=min(longest, room))
-    table.add_column("note")
-    for link in links:
-        seed_line, section, title, url, note = _link_cells(link)
-        table.add_row(*(safe(cell) for cell in (seed_line, section, title, _middle(url, room), note)))
+    rows = [_link_cells(link) for link in links]
+    widest = [max((cell_len(row[column]) for row in rows), default=0) for column in range(5)]
+    shown = [column for column in range(5) if column in (2, 3) or widest[column]]  # (no empty section or note column)
+    room = max(40, width - 3 * len(shown) - 1)  # what the cells have inside the borders and padding
+    caps = {0: max(12, room // 5), 1: room // 4, 4: room // 8}  # seed:line, section, note
+    widths = {column: min(widest[column], caps[column]) for column in caps if column in shown}
+    rest = room - sum(widths.values())
+    widths[3] = min(max(widest[3], 3), max(24, rest - max(room // 3, 10)))  # the URL, whole if it fits beside a third for the title
+    widths[2] = max(10, rest - widths[3])
+    table = Table()
+    names = ("seed:line", "section", "title", "url", "note")
+    for column in shown:
+        if column == 2:
+            table.add_column(names[column], width=widths[column], overflow="fold")
+        else:
+            table.add_column(names[column], width=widths[column], no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        cells = [_middle(row[column], widths[column]) if column in (0, 3) else row[column] for column in shown]
+        table.add_row(*(safe(cell) for cell in cells))
     return table
 
 
@@ -79,11 +93,16 @@ def _link_cells(link) -> tuple[str, str, str, str, str]:
 
 
 def _middle(text: str, width: int) -> str:
-    """`text` in `width` characters: its middle gives way (a URL's host and its last part stay)."""
-    if len(text) <= width:
+    """`text` in `width` cells: its middle gives way (a URL's host and its last part, a seed's
+    name and its line number stay)."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= width:
         return text
     head = (width - 1) * 2 // 3
-    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+    tail = width - 1 - head
+    end = text[::-1]
+    return set_cell_size(text, head) + "…" + set_cell_size(end, tail)[::-1]
 
 
 def _links_summary(inventory: Inventory) -> Table:

@@ -27,7 +27,7 @@ def serve(
     allow_host: Annotated[
         list[str] | None, typer.Option("--allow-host", help="Also answer requests for this host name (repeatable), e.g. behind a proxy.")
     ] = None,
-    open_browser: Annotated[bool, typer.Option("--open", help="Open the search page in a browser.")] = False,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the reading home in a browser.")] = False,
     uploads: Annotated[
         bool,
         typer.Option(
@@ -41,7 +41,6 @@ def serve(
     your logged-in browser in one click (SingleFile)."""
     import inspect
     import threading
-    import webbrowser
 
     import uvicorn
     from datasette.app import Datasette
@@ -61,10 +60,10 @@ def serve(
     else:  # a read-only folder: nobody can change the file, and SQLite needs no -shm beside it
         datasette = Datasette(immutables=[str(db_path)], **options)
     app_ = datasette.app()
-    url = f"http://{host}:{port}/-/mirror/search"
-    err.print(f"serving {safe(db_path)} at http://{safe(host)}:{port}/ (search: {safe(url)}); Ctrl-C stops")
+    home = f"http://{_browsable(host)}:{port}/"
+    err.print(f"serving {safe(db_path)} at {safe(home)} (search: {safe(home)}-/mirror/search); Ctrl-C stops")
     if open_browser:
-        threading.Timer(1.0, webbrowser.open, [url]).start()
+        threading.Timer(1.0, _open_in_browser, [home]).start()
     try:
         uvicorn.run(app_, host=host, port=port, log_level="warning")
     except OSError as exc:
@@ -95,6 +94,29 @@ def _setup_uploads(archive: Path, host: str, port: int) -> None:
             f"[yellow]warning:[/] serving on {safe(host)}: other machines can reach the upload route "
             "(the token travels in clear over plain http; keep it to a network you trust)"
         )
+
+
+def _browsable(host: str) -> str:
+    """The address a browser on this machine reaches the server at: a wildcard one (0.0.0.0, ::)
+    is no address to ask; an IPv6 one goes in brackets."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def _open_in_browser(url: str) -> None:
+    """The reading home in the user's browser, or a line saying that none could be opened (a
+    server, a container, an SSH session: `webbrowser` finds no browser and says nothing)."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        err.print(f"[yellow]no browser could be opened here:[/] open {safe(url)} in yours")
 
 
 def _check_port_free(host: str, port: int) -> None:

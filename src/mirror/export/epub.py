@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._enums import PageStatus
 from .._util.files import replaced_whole
+from .._util.text import readable_date
 from ..store.queries import latest_resource, warc_location, with_markdown
 from ..warc import WarcError, read_payload
 
@@ -96,12 +97,24 @@ def _chapter(entry: dict, body: str) -> str:
     """The chapter's head (title, author, date, source) and its article."""
     url = entry["url"]
     source = f'<a href="{html.escape(url)}">{html.escape(url)}</a>' if url.split(":", 1)[0].lower() in _WEB else html.escape(url)
-    byline = " · ".join(html.escape(v) for v in (entry["author"], entry["date"], entry["sitename"]) if v)
+    byline = " · ".join(v for v in (html.escape(entry["author"] or ""), _time(entry["date"]), html.escape(entry["sitename"] or "")) if v)
     head = f"<h1>{html.escape(entry['title'] or url)}</h1>"
     if byline:
         head += f'<p class="mirror-source">{byline}</p>'
-    head += f'<p class="mirror-source">{source} (saved {html.escape(entry["fetched_at"] or "")})</p>'
+    saved = f" (saved {_time(entry['fetched_at'])})" if entry["fetched_at"] else ""
+    head += f'<p class="mirror-source">{source}{saved}</p>'
     return head + body
+
+
+def _time(value: str | None) -> str:
+    """A date as people read it (`2026-11-28 12:13 UTC`, not `2026-11-28T12:13:46+00:00`), the
+    ISO value kept in `<time datetime>` where it is one; a site's own date text as it is."""
+    if not value:
+        return ""
+    shown = readable_date(value)
+    if shown == value:
+        return html.escape(value)
+    return f'<time datetime="{html.escape(value.strip())}">{html.escape(shown)}</time>'
 
 
 def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], summary: EpubSummary) -> str:

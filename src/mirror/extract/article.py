@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._types import Extraction, PageStatus, WarcLocation
 from .._util.segment import index_values
+from .._util.text import decode_entities
 from ..warc import read_payload
 from .charset import decode_html
 from .css import tree_requisites
@@ -21,6 +22,7 @@ from .figures import mark_images
 from .images import document_base
 from .markdown import flatten_inline_code, render_article
 from .sniff import sniff
+from .tables import unwrap_layout_tables
 
 __all__ = ["Extraction", "clean_text", "count_words", "decode_html", "extract", "extract_capture", "extract_plain_capture"]
 
@@ -187,6 +189,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             meta = extract_metadata(tree, url, options.date_params, options.fast, options.author_blacklist)
         except Exception:  # noqa: BLE001 - a page without readable metadata still has its text
             meta = None
+        unwrap_layout_tables(tree)  # a page laid out in tables reads as its paragraphs, not as rows of cells
         try:
             marked = mark_images(tree, html)
         except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
@@ -299,6 +302,8 @@ def clean_text(value: str | None) -> str | None:
 
 
 def _finish(result: Extraction) -> Extraction:
+    for name in ("title", "author", "sitename"):  # names a page escaped twice (`&amp;raquo;`) read as their characters
+        setattr(result, name, decode_entities(getattr(result, name)))
     for name in ("title", "author", "date", "sitename", "description", "language", "tags", "text", "markdown"):
         setattr(result, name, clean_text(getattr(result, name)))
     result.word_count = count_words(result.text or "")
@@ -325,4 +330,4 @@ def _language(html: str, text: str) -> str | None:
 
 def _html_title(html: str) -> str | None:
     match = re.search(r"<title[^>]*>(.*?)</title>", html[:20000], re.I | re.S)
-    return " ".join(match[1].split()) or None if match else None
+    return " ".join(match[1].split()) or None if match else None  # (its references decoded by `_finish`, once)

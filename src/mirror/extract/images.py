@@ -180,7 +180,8 @@ _IMAGE_URL = re.compile(r"\.(?:jpe?g|png|webp|avif|gif)(?:[?#]|$)", re.I)  # the
 
 def is_decoration(img, src: str | None = None) -> bool:
     """Not a picture of the article: a tracking pixel (every size it gives 1 or 0, or a
-    counter's or share button's address), an image the page hides (`display: none` or
+    counter's or share button's address), a rule or a bullet (1 or 2 pixels one way, or at
+    most 16 both ways, as its width and height say), an image the page hides (`display: none` or
     `hidden` on it or around it), or one whose class or id calls it an avatar, a logo, an
     icon, an emoji or a QR code (or whose parent's calls it an avatar or a logo: `<a
     class="logo">`, `<span class="avatar">`), or that sits in an ad's or a menu item's box
@@ -189,6 +190,9 @@ def is_decoration(img, src: str | None = None) -> bool:
     button or a badge."""
     sizes = [re.match(r"\s*0*(\d{1,6})\s*(?:px)?\s*$", img.get(attribute) or "") for attribute in ("width", "height")]
     if any(sizes) and all(int(size[1]) <= 1 for size in sizes if size):  # 570x0 is a lazy image, not a pixel
+        return True
+    given = [int(size[1]) for size in sizes if size]
+    if len(given) == 2 and (min(given) in (1, 2) or max(given) <= _BULLET_PX):  # a rule (760x1) or a bullet (5x5): a layout's, not a picture
         return True
     if _DECORATION.search(" ".join(filter(None, (img.get("class"), img.get("id"))))):
         return True
@@ -206,6 +210,7 @@ def is_decoration(img, src: str | None = None) -> bool:
     return False
 
 
+_BULLET_PX = 16  # an image this small both ways is a bullet, an arrow or an icon
 _DECORATION = re.compile(r"avatar|logo|icon|emoji|emoticon|qr_?code|gravatar|sprite|spinner", re.I)
 # counters, share buttons and badges by their address: hosts that serve nothing else, and file names
 _DECORATION_URL = re.compile(

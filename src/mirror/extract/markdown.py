@@ -14,7 +14,7 @@ import re
 from .figures import CAPTION, IMAGE_MARK, mark_number
 from ..urls import web_url
 
-__all__ = ["flatten_inline_code", "render_article", "serialize"]
+__all__ = ["flatten_inline_code", "header_rows", "render_article", "serialize"]
 
 _WORD = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
@@ -57,7 +57,11 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
         if tree is not None:
             _space_links(tree)
     shown: list[str] = []
+    for tree in (body, comments):
+        header_rows(tree, True)
     markdown, tail = serialize([body], markdown=True), serialize([comments], markdown=True)
+    for tree in (body, comments):  # the text's tables are their rows alone: no `|---|` line
+        header_rows(tree, False)
     if marked:
         markdown = IMAGE_MARK.sub(lambda m: _markdown_image(marked, mark_number(m), url, shown), markdown)
         tail = IMAGE_MARK.sub("", tail)
@@ -70,6 +74,24 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
         return text, markdown, shown
     text = _BLANK_LINE.sub("", IMAGE_MARK.sub("", CAPTION.sub("", text))).strip()  # the lines a caption or an image held
     return text, CAPTION.sub(r"\1", markdown), shown
+
+
+def header_rows(tree, first: bool) -> None:
+    """With `first`, the first row of every table of an extracted article its header row, and no
+    other (trafilatura heads a table only where the page had `<th>`, at its first row of them,
+    and a Markdown table without a header row is no table: CommonMark and GFM show its pipes);
+    without, no header row at all."""
+    if tree is None:
+        return
+    for table in tree.iter("table"):
+        for number, row in enumerate(row for row in table if row.tag == "row"):
+            for cell in row:
+                if cell.tag != "cell":
+                    continue
+                if first and number == 0:
+                    cell.set("role", "head")
+                else:
+                    cell.attrib.pop("role", None)
 
 
 def _resolve_links(trees: list, url: str) -> None:

@@ -204,7 +204,7 @@ METADATA = {
                     "fts_table": FTS_TABLE,
                     "fts_pk": "id",
                     "label_column": "title",
-                    "facets": ["host", "status", {"array": "seeds"}, {"array": "sections"}, "language"],
+                    "facets": ["host", "status", {"array": "seeds"}, {"array": "sections"}, {"array": "link_tags"}, "language"],
                 },
                 "links": {
                     "title": "Links",
@@ -232,17 +232,17 @@ METADATA = {
                 "link_rot": {
                     "title": "Link rot",
                     "description": "Pages that were archived and have since gone (found by mirror fetch --refresh). The saved copy is kept.",
-                    "sql": (
-                        "select id, title, url, gone_since, error, error_message, fetched_at as saved_copy_from "
-                        "from pages where gone_since is not null order by gone_since desc"
+                    "sql": (  # (on lines of their own: the query page shows it)
+                        "select id, title, url, gone_since, error, error_message, fetched_at as saved_copy_from\n"
+                        "from pages where gone_since is not null\norder by gone_since desc"
                     ),
                 },
                 "failures": {
                     "title": "Failures by reason",
                     "description": "What to retry (mirror fetch --retry-failed) or log into (--cookies).",
                     "sql": (
-                        "select error as reason, count(*) as pages, min(error_message) as example, "
-                        "group_concat(url, char(10)) as urls from pages where status = 'failed' "
+                        "select error as reason, count(*) as pages, min(error_message) as example,\n"
+                        "  group_concat(url, char(10)) as urls\nfrom pages where status = 'failed'\n"
                         "group by error order by pages desc"
                     ),
                 },

@@ -15,10 +15,13 @@ from .._util.similar import changed_fraction, text_hash
 from ..check import link_health as health
 from ._common import _BadRequest, _folder, _Missing, _read, _requested_page, _views, reader_csp
 
-__all__ = ["compare_view", "diff_html", "versions_for_reader"]
+__all__ = ["change_notice", "compare_view", "diff_html", "versions_for_reader"]
 
-# a token: one CJK character, a run of letters or digits, a run of spaces, or one other character
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+|\s+|.", re.S)
+# a token: one CJK character, a run of other letters or digits (a run of `\w` would run on into the
+# Chinese after "2003": an insertion before it marked the clause struck and added again), a run of
+# spaces, or one other character
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+|\\s+|.", re.S)
 _CONTEXT = 160  # characters of unchanged text kept on each side of a change
 MAX_DIFF_CHARS = 100_000  # of each version: a diff of longer texts compares their beginnings
 MAX_PAIRS = 2_000_000  # tokens before x tokens after in one changed stretch: past it, the stretch is marked whole
@@ -52,6 +55,24 @@ async def versions_for_reader(datasette, db, page: dict) -> list[dict]:
     for entry, side in zip(comparable[:2], ("new", "old"), strict=False):  # the newest two, picked
         entry["checked"] = side
     return entries
+
+
+def change_notice(datasette, page: dict, versions: list[dict]) -> dict | None:
+    """What the top of the reader says of a page whose text changed since it was first saved:
+    how often, when last, and the comparison of the first saved text with the latest one
+    (None for a page that never changed)."""
+    changed = [v for v in versions if v["state"] == "changed"]  # (newest first)
+    comparable = [v for v in versions if v["comparable"]]
+    if not changed or len(comparable) < 2:
+        return None
+    first, latest = comparable[-1], comparable[0]
+    query = f"?a={first['id']}&b={latest['id']}"
+    return {
+        "times": len(changed),
+        "first": first["captured_at"],
+        "last": changed[0]["captured_at"],
+        "compare": datasette.urls.path(f"/-/mirror/page/{page['id']}/compare") + query,
+    }
 
 
 @_views

@@ -27,7 +27,7 @@ from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read,
 from ._origin import resource_key
 from .screenshots import screenshot_url, screenshot_urls
 from .snapshot_styles import apply_styles, collect_styles, is_font, is_stylesheet, serve_css
-from .versions import versions_for_reader
+from .versions import change_notice, versions_for_reader
 
 # Untrusted pages: no script, no network; only inline styles and our own images, stylesheets and fonts.
 SNAPSHOT_CSP = (
@@ -82,6 +82,8 @@ async def reader_view(datasette, request):
     if page.get("title") and markdown.startswith(f"# {page['title']}\n"):
         markdown = markdown.split("\n", 1)[1]  # the page heading already shows the title
     article = _article_html(markdown, page.get("final_url") or page["url"], archived, datasette)
+    versions = await versions_for_reader(datasette, db, page)
+    tags = [t.strip() for t in (page.get("tags") or "").split(",")] + [t.strip() for o in origins for t in (o.get("tags") or "").split(",")]
     context = {
         "page": page,
         "original": await _original(datasette, db, page),
@@ -90,9 +92,10 @@ async def reader_view(datasette, request):
         "origins": origins,
         "attempts": attempts,
         "snapshot": datasette.urls.path(f"/-/mirror/snapshot/{page_id}") if page.get("warc_file") else None,
-        "tags": [t for t in (page.get("tags") or "").split(", ") if t],
+        "tags": list(dict.fromkeys(t for t in tags if t)),  # the page's own, and those its links were saved with (Pocket, bookmarks)
         "screenshot": screenshot_url(datasette, page_id) if page.get("screenshot_warc_file") else None,
-        "versions": await versions_for_reader(datasette, db, page),
+        "versions": versions,
+        "changed": change_notice(datasette, page, versions),
         "compare": datasette.urls.path(f"/-/mirror/page/{page_id}/compare"),
         "added": _provenance(page),
     }

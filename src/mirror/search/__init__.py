@@ -24,7 +24,7 @@ from __future__ import annotations
 from .._fts import FTS_COLUMNS, FTS_TABLE, ensure_index, index_insert
 from .._util.segment import BARRIER, ZWSP, bigrams, desegment, segment
 from .match import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TERMS, TIME_LIMIT, SearchError, SearchTimeout, build_match, check_query, cjk_words, parse_limit
-from .query import RANKED_AT_MOST, WEIGHTS, Hit, highlight, ranking_floor, search, unmatched_filters
+from .query import RANKED_AT_MOST, WEIGHTS, Hit, count_matches, highlight, pending_matches, ranking_floor, search, unmatched_filters
 
 __all__ = [
     "BARRIER",
@@ -50,6 +50,8 @@ __all__ = [
     "highlight",
     "parse_limit",
     "search",
+    "count_matches",
+    "pending_matches",
     "unmatched_filters",
     "RANKED_AT_MOST",
     "ranking_floor",

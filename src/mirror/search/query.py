@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from .._fts import FTS_TABLE
 from .._enums import PageStatus
 from .._util.segment import desegment, is_cjk, is_word_char, word_runs
-from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
+from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit, plain_query, query_words, title_match
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = ["RANKED_AT_MOST", "WEIGHTS", "Hit", "highlight", "ranking_floor", "search", "unmatched_filters"]
+__all__ = ["RANKED_AT_MOST", "WEIGHTS", "Hit", "count_matches", "highlight", "pending_matches", "ranking_floor", "search", "unmatched_filters"]
 
 WEIGHTS = (10.0, 1.0, 2.0, 2.0, 10.0, 1.0)  # bm25: title above body
 # bm25 costs ~5 µs a matching article: past this many matches (a word in most articles: "the", 的),
@@ -126,20 +126,28 @@ def search(
         params["floor"] = floor
     join = f"join pages on pages.id = {FTS_TABLE}.rowid" if filters else ""  # (the floor is the index's own rowid)
     weights = ", ".join(str(w) for w in WEIGHTS)
+    # bm25 weighs a title's match as so many more occurrences, which a character common in the text
+    # outnumbers (a short page saying it four times outranked titles that hold it): for a query of
+    # one character, the pages with it in their title come first, by bm25 among themselves
+    titled = title_match(query)
+    later = "0"  # 1: a page ranked after those with the query in their title
+    if titled is not None:
+        later = f"{FTS_TABLE}.rowid not in (select rowid from {FTS_TABLE} where {FTS_TABLE} match :titled)"
+        params["titled"] = titled
     # Rank every match, but make snippets for the top `limit` only: a sorter would
     # otherwise build a snippet for each of thousands of matching pages.
     sql = f"""
         with top as (
-            select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank
+            select {FTS_TABLE}.rowid as id, bm25({FTS_TABLE}, {weights}) as rank, {later} as later
             from {FTS_TABLE} {join}
             where {" and ".join(where)}
-            order by rank
+            order by later, rank
             limit :limit
         )
         select pages.id, pages.url, pages.title, pages.sitename, pages.date, top.rank, pages.text, {_health(conn)} as health
         from top
         join pages on pages.id = top.id
-        order by top.rank
+        order by top.later, top.rank
     """
     hits = []
     words = _Words(query)
@@ -163,6 +171,58 @@ def search(
             )
         )
     return hits
+
+
+def count_matches(
+    db: sqlite_utils.Database | sqlite3.Connection,
+    query: str,
+    *,
+    site: str | None = None,
+    seed: str | None = None,
+    section: str | None = None,
+    at_most: int = RANKED_AT_MOST,
+    time_limit: float = TIME_LIMIT,
+) -> tuple[int, bool]:
+    """How many archived pages `query` matches (with the filters), counted up to `at_most`: (the
+    count, whether there are more). Past that, counting costs what ranking was spared."""
+    check_query(query)
+    match = build_match(query)
+    conn = getattr(db, "conn", db)
+    if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
+        return 0, False
+    filters, params = _filters(site, seed, section)
+    join = f"join pages on pages.id = {FTS_TABLE}.rowid" if filters else ""
+    where = " and ".join([f"{FTS_TABLE} MATCH :match", *filters.values()])
+    with _deadline(conn, time_limit):
+        found = conn.execute(
+            f"select count(*) from (select {FTS_TABLE}.rowid from {FTS_TABLE} {join} where {where} limit {int(at_most) + 1})",
+            params | {"match": match},
+        ).fetchone()[0]
+    return (at_most, True) if found > at_most else (found, False)
+
+
+def pending_matches(db: sqlite_utils.Database | sqlite3.Connection, query: str) -> tuple[int, int]:
+    """(pages not fetched yet, those of them whose link title or address holds the query's words):
+    a search that found nothing says when what it looks for may not be fetched yet."""
+    conn = getattr(db, "conn", db)
+    pending = conn.execute("select count(*) from pages where status = ?", [PageStatus.PENDING]).fetchone()[0]
+    groups = [[word for word in group if word] for group in query_words(query)]
+    groups = [group for group in groups if group]
+    if not pending or not groups:
+        return pending, 0
+    conditions, params = [], []
+    for group in groups:
+        alternatives = []
+        for word in group:
+            pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            alternatives.append("(links.title like ? escape '\\' or links.url like ? escape '\\')")
+            params += [pattern, pattern]
+        conditions.append("(" + " or ".join(alternatives) + ")")
+    titled = conn.execute(
+        f"select count(distinct pages.url) from pages join links on links.url = pages.url where pages.status = ? and {' and '.join(conditions)}",
+        [PageStatus.PENDING, *params],
+    ).fetchone()[0]
+    return pending, titled
 
 
 def ranking_floor(conn: sqlite3.Connection, match: str, most: int | None = None) -> int | None:
@@ -217,6 +277,7 @@ class _Words:
     checked here (a pattern of the CJK class costs `mirror search` 6 ms to compile)."""
 
     def __init__(self, query: str):
+        query = plain_query(query)  # (not `OR`, not `title:`)
         self.chinese = sorted({_folded(w) for w in cjk_words(query)}, key=len, reverse=True)
         self.others, self.prefixes = [], set()
         for written in re.findall(r"[^\W_]+\*?", query):  # a word, CJK characters and all, then a * if any

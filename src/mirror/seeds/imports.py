@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 
 from .._types import Link
+from .._util.text import decode_entities
 from .. import urls
 from .links import _link
 
@@ -155,7 +156,20 @@ def _fields_of(rows: Iterable[Row]) -> list[tuple]:
             section = str(section or "")
         if section not in sections:
             sections[section] = " ".join(section.split()) or None
-        fields.append((url, href, line, col, " ".join(str(title or "").split()) or None, sections[section], reason, (), tag_list(tags), when(added)))
+        fields.append(
+            (
+                url,
+                href,
+                line,
+                col,
+                decode_entities(" ".join(str(title or "").split())) or None,
+                sections[section],
+                reason,
+                (),
+                tag_list(tags),
+                when(added),
+            )
+        )
     return fields
 
 

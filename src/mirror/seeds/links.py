@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .._types import Link
+from .._util.text import decode_entities
 from .. import urls
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
@@ -52,6 +53,7 @@ class _Found:
     written: str
     title: str | None
     glued: bool = False  # stuck to the word before it: its end may be glued too
+    label: str | None = None  # a reference definition's label, when it gave no title: the text of `[text][label]` titles it
 
 
 def _make_link(hit: _Found, seed: str, line: int, title: str | None, section: str | None) -> Link:
@@ -157,8 +159,9 @@ def _whole_url(stripped: str) -> bool:
 def _find_links(line: str) -> list[_Found]:
     stripped = line.strip()
     if stripped[:1] == "[" and "]:" in stripped and (ref := _reference(line)):
-        title = ref[3] or ref[4] or ref[5] or ref[1]
-        return [_Found(ref.start(2), ref.end(2), _trim_url(ref[2]), _clean_title(title) or None)]
+        title = ref[3] or ref[4] or ref[5]
+        label = None if title else ref[1]
+        return [_Found(ref.start(2), ref.end(2), _trim_url(ref[2]), _clean_title(title or ref[1]) or None, label=label)]
     if "](" not in line and ":" in stripped and _whole_url(stripped):
         # a line that is one URL (the commonest): what the passes below would find, in one match
         start = len(line) - len(line.lstrip())
@@ -260,11 +263,22 @@ def _inline_title(line: str, hits: list[_Found], i: int) -> str | None:
     """
     hit = hits[i]
     prev_end = hits[i - 1].end if i else 0
-    before = _clean_title(line[prev_end : hit.start])
-    if before:
-        return before
     next_start = hits[i + 1].start if i + 1 < len(hits) else len(line)
-    return _clean_title(line[hit.end : next_start]) or None
+    before, after = line[prev_end : hit.start].rstrip(), line[hit.end : next_start].lstrip()
+    if before[-1:] in _OPENERS and after[:1] in _CLOSERS:  # <URL>, (URL), （URL）: the brackets are no title
+        before, after = before[:-1], after[1:].lstrip()
+        if after[:1].isalnum():  # a sentence goes on after the brackets ("另见（URL）和 …"): the words around are prose
+            return None
+    if before.lstrip()[:1] in _CLOSERS:  # the rest of the sentence around the link before ("…）和 URL")
+        before = ""
+    title = _clean_title(before)
+    if title:
+        return title
+    return _clean_title(after) or None
+
+
+_OPENERS = frozenset("(（[【<《「『")
+_CLOSERS = frozenset(")）]】>》」』")
 
 
 _EMPHASIS = re.compile(r"\*\*|(?<!\w)\*|\*(?!\w)|`")
@@ -280,4 +294,6 @@ def _clean_title(text: str) -> str:
     if "*" in text or "`" in text:
         text = _EMPHASIS.sub("", text)
     text = " ".join(text.split())  # runs of whitespace as one space, as \s+ would
+    if "&" in text:  # `&amp;`, `&raquo;`: their characters, as CommonMark reads them
+        text = decode_entities(text)
     return text.strip(" \t-–—|>:：,，;；").strip()

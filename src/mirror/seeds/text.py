@@ -36,6 +36,7 @@ def parse_text(text: str, seed: str) -> list[Link]:
     """Links in a plain-text or Markdown seed, with their titles and sections."""
     lines = text.splitlines()
     kinds, found = _read_lines(lines, _front_matter_end(lines))
+    _title_references(lines, kinds, found)
     titles, consumed = _neighbour_titles(lines, kinds)
 
     links: list[Link] = []
@@ -63,6 +64,38 @@ def _read_lines(lines: list[str], start: int) -> tuple[list[str], list[list[_Fou
         kinds.append(kind)
         found.append(_find_links(line) if kind in ("url", "inline") else none)
     return kinds, found
+
+
+# a Markdown reference link, `[FlashAttention 论文][fa]` (full), `[fa][]` (collapsed) or `[fa]` (shortcut): its text, its label
+_REFERENCE_USE = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])+)\](?:[ \t]?\[([^\[\]]*)\]|(?![(:]))")
+
+
+def _title_references(lines: list[str], kinds: list[str], found: list[list[_Found]]) -> None:
+    """A reference definition without a title of its own (`[fa]: https://…`) is titled by the text
+    of the first link that uses it (`[FlashAttention 论文][fa]`), as a reader of the rendered
+    Markdown sees it, else by its label; a line that uses one is prose (no heading, no title of
+    the URL next to it). Labels match as CommonMark matches them: case and spacing aside."""
+    defined = {_label_key(hit.label): hit for hits in found for hit in hits if hit.label}
+    if not defined:
+        return
+    titled: set[str] = set()
+    for i, line in enumerate(lines):
+        if "[" not in line or kinds[i] in ("meta", "url") or (kinds[i] == "inline" and _reference(line)):
+            continue
+        for use in _REFERENCE_USE.finditer(line):
+            key = _label_key(use[2] or use[1])
+            if key not in defined:
+                continue
+            if kinds[i] == "text":
+                kinds[i] = "prose"
+            text = _clean_title(use[1])
+            if key not in titled and text:
+                titled.add(key)
+                defined[key].title = text
+
+
+def _label_key(label: str) -> str:
+    return " ".join(label.split()).casefold()
 
 
 def _front_matter_end(lines: list[str]) -> int:

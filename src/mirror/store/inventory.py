@@ -23,7 +23,7 @@ from .._types import ADDED_SEED, COMMAND_LINE, Link, PageStatus
 from .._util.gc import gc_paused
 from ._bulk import BulkWriter
 from .folder import now
-from .schema import next_page_id
+from .schema import SET_LINK_TAGS, next_page_id
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -84,6 +84,8 @@ class InventoryWrites:
                     bulk.insert("insert or ignore", "pages", columns, rows, {**fixed, "first_seen": stamp})
             _finish_links(conn, inventory, diff, stamp)
             conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
+            tagged = touched.union(link.url for link in inserted if link.tags)  # (new links with tags, and what changed)
+            conn.executemany(SET_LINK_TAGS + " where url = ?", ((url,) for url in tagged))
             # pages of an archive older than these columns (read from an index, not the large rows)
             conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
             conn.executemany(

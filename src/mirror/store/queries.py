@@ -71,7 +71,7 @@ def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None
 
 def origins(db: sqlite_utils.Database, url: str) -> list[dict]:
     """The seed lines that link to a page."""
-    return list(db.query("select seed, line, section, title from links where url = ? order by seed, line", [url]))
+    return list(db.query("select seed, line, section, title, tags from links where url = ? order by seed, line", [url]))
 
 
 def attempts_of(db: sqlite_utils.Database, url: str) -> list[dict]:

@@ -26,6 +26,7 @@ __all__ = ["DB_NAME", "FACETS_INDEX", "SCHEMA_VERSION", "migrate", "open_db"]
 
 DB_NAME = "mirror.db"
 FACETS_INDEX = "pages_search_facets"  # pages.id and the short columns the plugin facets on
+FACETS_COLUMNS = ["id", "status", "language", "host", "seeds", "sections", "link_tags"]
 
 # One row per occurrence of a link in a seed.
 LINKS_COLUMNS = {
@@ -51,6 +52,7 @@ PAGES_COLUMNS = {
     "host": str,
     "seeds": str,  # JSON array of the seed files that link here (for facets)
     "sections": str,  # JSON array of the sections those links sit in
+    "link_tags": str,  # JSON array of the tags those links were saved with (a Pocket, Pinboard or bookmark export's)
     "error": str,  # a Reason (short category)
     "error_message": str,  # what a person reads
     "candidates": str,  # JSON list of glued-URL repairs
@@ -219,7 +221,7 @@ def _baseline(db: sqlite_utils.Database) -> None:
     # the reading home's latest articles, and ranked table search's count and facets
     # (read from this index alone, never from the large page rows)
     db["pages"].create_index(["status", "fetched_at"], if_not_exists=True)
-    db["pages"].create_index(["id", "status", "language", "host", "seeds", "sections"], index_name=FACETS_INDEX, if_not_exists=True)
+    db["pages"].create_index(FACETS_COLUMNS, index_name=FACETS_INDEX, if_not_exists=True)
     # the link_health view (the reading home's panel) reads each linked page's state from this index
     # alone: through the page rows, 100,000 links took more than datasette's second
     db["pages"].create_index(
@@ -298,6 +300,21 @@ def _compact(db: sqlite_utils.Database) -> None:
             db.execute("update pages set markdown = null")
 
 
+def _link_tags(db: sqlite_utils.Database) -> None:
+    """pages.link_tags (the tags of a page's links, for the table's facet), in the facets index;
+    filled from the links an older archive has."""
+    db.execute(f"drop index if exists {FACETS_INDEX}")
+    _baseline(db)
+    db.execute(SET_LINK_TAGS + " where url in (select url from links where tags is not null)")
+
+
+# a page's link tags: `links.tags` is "a, b" (`seeds.imports.tag_list`: no tag holds a comma), made a
+# JSON array by its JSON-quoted form, split where ", " is (escaping never writes one)
+_TAGS_ARRAY = "'[\"' || replace(substr(json_quote(links.tags), 2, length(json_quote(links.tags)) - 2), ', ', '\",\"') || '\"]'"
+SET_LINK_TAGS = f"""update pages set link_tags = (select json_group_array(distinct tag.value)
+    from links, json_each({_TAGS_ARRAY}) as tag where links.url = pages.url and links.tags is not null)"""
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -309,7 +326,8 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
-# 10: pages.render_gain and render_basis (the browser inside the fetch); 11: pages.provenance (pages the user added)
+# 10: pages.render_gain and render_basis (the browser inside the fetch); 11: pages.provenance (pages the user added);
+# 12: pages.link_tags (issue 42)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _drop_status_index,
@@ -322,6 +340,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _compact,
     _baseline,
     _baseline,
+    _link_tags,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)
