@@ -169,7 +169,7 @@ def outcome(archive: Path) -> dict:
     db = sqlite_utils.Database(archive / "mirror.db")
     rows = sorted((r["url"], r["status"], r["error"], bool(r["text"])) for r in db.query("select * from pages"))
     links = db.execute("select count(*), count(distinct seed || ':' || line || ':' || col) from links").fetchone()
-    fts = db.execute("select count(*) from pages_fts").fetchone()[0]
+    fts = db.execute("select count(*) from pages_fts_docsize").fetchone()[0]
     return {"pages": rows, "links": links, "indexed": fts}
 
 

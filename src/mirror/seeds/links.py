@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .._types import Link
 from .. import urls
+from .._types import Link
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
 # Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").
