@@ -116,7 +116,7 @@ class _Run:
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.only = on_page, on_render, only
         self.pool = extraction_pool(options.workers)
-        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
+        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes, info=options.warcinfo())
         self.client = _client(self.writer, options, cookies, pages, archive)
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
         self.resources = Budget(
