@@ -65,7 +65,7 @@ def test_every_list_is_a_folder_its_sections_folders_inside(cli, tmp_path, lists
     # a link keeps its section; one without is in its list's folder (named by the list's # heading, else its file)
     expected = [
         (u, t, s or ("pins" if seed == "pins.json" else "读书清单"), tags, a)
-        for (u, t, s, tags, a), seed in zip(fields(web), [x["seed"] for x in web])
+        for (u, t, s, tags, a), seed in zip(fields(web), [x["seed"] for x in web], strict=True)
     ]
     got = {(u, t, s, tags) for u, t, s, tags, _ in fields(back)}
     assert got == {(u, t or u, s, tags) for u, t, s, tags, _ in expected}
@@ -132,7 +132,8 @@ def _bookmarks(places: Path) -> list[dict]:
     try:
         rows = conn.execute(
             "select p.url, b.title, parent.title, b.dateAdded / 1000000 from moz_bookmarks b join moz_places p on p.id = b.fk "
-            "join moz_bookmarks parent on parent.id = b.parent where b.type = 1 and parent.parent != (select id from moz_bookmarks where guid = 'tags________')"
+            "join moz_bookmarks parent on parent.id = b.parent "
+            "where b.type = 1 and parent.parent != (select id from moz_bookmarks where guid = 'tags________')"
         ).fetchall()
         tags: dict[str, list[str]] = {}
         for url, tag in conn.execute(
