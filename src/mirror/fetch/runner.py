@@ -38,11 +38,11 @@ from .._types import (
 from .._util.faults import crash_point
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
+from ..check import soft404
 from ..extract.pool import extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
-from ..check import soft404
 from ..store.queries import warc_location
 from . import requisites
 from .options import FetchOptions, load_cookies
@@ -250,6 +250,9 @@ class _Run:
         A check also asks the host for a path that cannot exist, once (`soft404`)."""
         final = result.final
         live = result.source == Source.LIVE  # (the Wayback Machine's answer for a path that cannot exist says nothing of the site)
+        if blocked := soft404.sign_in(result.url, final.final_url, article.title, article.text, article.word_count):
+            final.error, final.message = Reason.BLOCKED, blocked  # a sign-in form is no soft 404: the article may be there still
+            return None
         probe = await self.probe(final.final_url) if self.options.check and final.status == 200 and live else None
         reason = soft404.verdict(result.url, final.final_url, article.title, article.text, article.word_count, probe)
         if reason is None:
