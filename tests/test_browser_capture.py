@@ -327,7 +327,7 @@ def test_kill_9_during_a_render_loses_only_that_render(tmp_path, site):
     assert (spa["status"], spa["capture"]) == ("archived", "browser")
     assert site.hits["/spa"] == asked + 1  # recovered from the capture, not fetched again
     assert "在线 softmax" in spa["text"]
-    assert db.execute("select count(*) from pages_fts where rowid = ?", [spa["id"]]).fetchone()[0] == 1
+    assert db.execute("select count(*) from pages_fts_docsize where id = ?", [spa["id"]]).fetchone()[0] == 1
     assert sum(1 for kind, _, _ in warc_records(tmp_path) if kind == "conversion") >= 1  # every file reads back
 
 

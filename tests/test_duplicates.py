@@ -46,7 +46,7 @@ def test_two_links_to_one_article_are_stored_and_indexed_once(cli, tmp_path, web
     assert cli("reindex").exit_code == 0
     rows = {row["url"]: row for row in db_of(tmp_path)["pages"].rows}
     assert rows[web.url("/p/123")]["status"] == "duplicate"
-    assert db_of(tmp_path).execute("select count(*) from pages_fts").fetchone()[0] == 2
+    assert db_of(tmp_path).execute("select count(*) from pages_fts_docsize").fetchone()[0] == 2
 
 
 def test_a_page_elsewhere_declaring_an_articles_canonical_url_cannot_hide_it(cli, tmp_path, web):
@@ -122,7 +122,7 @@ def test_a_page_the_browser_saved_is_checked_for_duplicates_too(tmp_path):
         assert status == PageStatus.DUPLICATE
         rows = {row["url"]: row for row in archive.db["pages"].rows}
         assert rows["https://example.com/go"]["same_as"] == "https://example.com/app"
-        assert archive.db.execute("select count(*) from pages_fts").fetchone()[0] == 1
+        assert archive.db.execute("select count(*) from pages_fts_docsize").fetchone()[0] == 1
 
 
 def test_a_render_that_makes_a_page_a_duplicate_hands_its_duplicates_to_the_original(tmp_path):

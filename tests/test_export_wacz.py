@@ -112,7 +112,7 @@ def test_the_package_validates_and_lists_each_article_with_its_text(corpus_wacz,
     assert chinese and all(e["title"] and len(e["text"]) > 100 for e in chinese)
     one = chinese[0]
     text = db.execute("select text from pages where url = ?", [one["url"]]).fetchone()[0]
-    assert one["text"] == text  # what mirror extracted, which the player's search reads
+    assert one["text"].startswith(text)  # what mirror extracted, which the player's search reads (and its words, issue 44)
 
 
 @pytest.mark.slow

@@ -117,13 +117,13 @@ def test_pages_without_text_are_no_text_with_metadata(tmp_path, web, path, body,
         assert row["title"] == "Video: attention explained"
         assert row["description"] == "A talk"
     assert summary.statuses["no_text"] == 1
-    assert db.execute("select count(*) from pages_fts").fetchone()[0] == 0
+    assert db.execute("select count(*) from pages_fts_docsize").fetchone()[0] == 0
 
 
 def test_reindex_rebuilds_from_warc_without_network(tmp_path, web, cli):
     url = web.add("/article-zh", ZH_ARTICLE.format(meta="").encode())
     db, _ = fetch(tmp_path, [url])
-    db.execute("insert into pages_fts (pages_fts) values ('delete-all')")  # (a contentless index: emptied whole)
+    db.execute("insert into pages_fts (pages_fts) values ('delete-all')")  # (an external-content index: emptied whole)
     db.execute("update pages set text = null, markdown_z = null, title = null where url = ?", [url])
     db.conn.commit()
     web.shutdown()  # no network from here on

@@ -53,7 +53,7 @@ def _get(url: str, server: subprocess.Popen, wait: float = 60) -> str:
 
 def test_a_read_only_opening_cannot_write(read_only_archive):
     with Archive(read_only_archive, readonly=True) as archive:
-        assert archive.db.execute("select count(*) from pages_fts").fetchone()[0] == len(PAGES)
+        assert archive.db.execute("select count(*) from pages_fts_docsize").fetchone()[0] == len(PAGES)
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             archive.db.execute("update pages set title = 'changed'")
     with pytest.raises(ArchiveError, match="no archive here"):

@@ -110,7 +110,7 @@ def test_reindex_leaves_the_index_holding_exactly_the_archived_pages(tmp_path, w
     with Archive(tmp_path / "archive") as archive:
         counts = reindex(archive, workers=1, pool=extraction_pool())
     assert counts["indexed"] == 2
-    assert sorted(r[0] for r in db.execute("select rowid from pages_fts")) == sorted([ids[article], ids[uncaptured]])
+    assert sorted(r[0] for r in db.execute("select id from pages_fts_docsize")) == sorted([ids[article], ids[uncaptured]])
     found = db.execute("select rowid from pages_fts where pages_fts match ?", ['body2:"精度"']).fetchall()
     assert sorted(r[0] for r in found) == sorted([ids[article], ids[uncaptured]])
     from .fts_check import assert_index_matches_pages

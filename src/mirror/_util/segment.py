@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["BARRIER", "CJK_CLASS", "ZWSP", "bigrams", "desegment", "index_values", "is_cjk", "is_word_char", "segment", "word_runs"]
+__all__ = ["BARRIER", "CJK_CLASS", "ZWSP", "bigrams", "cjk_runs", "desegment", "index_values", "is_cjk", "is_word_char", "segment", "word_runs"]
 
 ZWSP = "\u200b"
 BARRIER = "\ue000"  # private-use: unicode61 keeps it as a token of its own
@@ -81,6 +81,11 @@ def bigrams(*texts: str | None) -> str:
         for run in _cjk_run().findall((text or "").replace(ZWSP, "").replace(BARRIER, "")):
             streams.append(" ".join(run[i : i + 2] for i in range(len(run) - 1)))
     return f" {BARRIER} ".join(streams)
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of two or more adjacent CJK characters in `text`."""
+    return _cjk_run().findall(text)
 
 
 def desegment(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import functools
 import re
+from datetime import UTC
 
 __all__ = ["decode", "decode_entities", "readable_date", "strip_controls"]
 
@@ -41,7 +42,7 @@ def readable_date(value: str | None) -> str:
     Anything else (a site's own date text) as it is."""
     if not value:
         return ""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         moment = datetime.fromisoformat(value.strip())
@@ -50,7 +51,7 @@ def readable_date(value: str | None) -> str:
     if len(value.strip()) <= 10:  # a date alone
         return moment.date().isoformat()
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
+        moment = moment.astimezone(UTC)
         return moment.strftime("%Y-%m-%d %H:%M UTC")
     return moment.strftime("%Y-%m-%d %H:%M")
 

@@ -1,7 +1,10 @@
 """Soft 404s: a 200 that is no article but an error page, a redirect to the site's front page, a
 parked or for-sale domain, or a "deleted" notice (in English and Chinese), and the classic probe:
 what the same host answers for a path that cannot exist. A real article that quotes those words
-is not one: a notice counts only on a short page (its title or its text)."""
+is not one: a notice counts only on a short page (its title or its text).
+
+A page that now redirects to a sign-in form is no soft 404 but `blocked` (`sign_in`): the article
+may well be there for a logged-in reader (`--cookies`)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from .._util.similar import same_text
+from ..http.blocked import HINT, redirected_to_sign_in
 from ..urls import site_of
 
-__all__ = ["Probe", "probe_url", "verdict"]
+__all__ = ["Probe", "probe_url", "sign_in", "verdict"]
 
 SHORT_PAGE = 120  # words (a CJK character counts as one): past this a page is an article that may quote a notice
 TITLE_REST = 12  # characters of a title besides its notice (a site's name, punctuation): more, and it is an article's title
@@ -58,6 +62,8 @@ _PARKED = re.compile(
     ),
     re.IGNORECASE,
 )
+# a short page that asks for a password: the sign-in form a redirect landed on (its title may be the site's name)
+_SIGN_IN_TEXT = re.compile(r"\b(?:sign|log)\s?in\b|\bpassword\b|登[录錄]|密[码碼]", re.I)
 _FRONT_PATHS = frozenset({"", "/", "/index.html", "/index.htm", "/index.php", "/home", "/default.aspx", "/index.shtml"})
 
 
@@ -75,6 +81,18 @@ def probe_url(url: str) -> str:
     parts = urlsplit(url)
     folder = parts.path.rsplit("/", 1)[0] if "/" in parts.path else ""
     return urlunsplit((parts.scheme, parts.netloc, f"{folder}/mirror-{secrets.token_hex(16)}-no-such-page", "", ""))
+
+
+def sign_in(url: str, final_url: str, title: str | None, text: str | None, words: int) -> str | None:
+    """Why the 200 that `url` redirected to (`final_url`) is a sign-in form, not the page: a
+    sign-in path or title, or a short page that asks to sign in and for a password. None when it
+    was not redirected to another path (http to https is no sign-in), or landed on a page."""
+    if urlsplit(final_url).path.rstrip("/") == urlsplit(url).path.rstrip("/"):
+        return None
+    reason = redirected_to_sign_in(url, final_url, title)
+    if reason is None and words < SHORT_PAGE and len({m.lower() for m in _SIGN_IN_TEXT.findall(f"{title or ''} {text or ''}")}) >= 2:
+        reason = "redirected to a sign-in form"
+    return f"{reason}; {HINT}" if reason else None
 
 
 def verdict(url: str, final_url: str, title: str | None, text: str | None, words: int, probe: Probe | None = None) -> str | None:

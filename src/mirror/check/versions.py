@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .._types import Extraction, PageResult, PageStatus, Reason, VersionState
 from .._util.similar import changed_fraction, same_text, text_hash
+from .soft404 import sign_in
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -57,10 +58,13 @@ class Before:
 def bad_answer(result: PageResult, extraction: Extraction | None, before: Before) -> tuple[Reason, str] | None:
     """Why a 200 that was extracted is no new version of an article the page had, but a bad
     answer that must not replace it: no article any more (an emptied page, a maintenance page, an
-    image or JSON where the article was), or a redirect to another page with another text."""
+    image or JSON where the article was), or a redirect to another page with another text; or a
+    redirect to a sign-in form (`blocked`: the article may be there for a reader who signs in)."""
     final = result.final
     if not final.ok or final.status == 304 or final.revisit or not before.had_capture or extraction is None:
         return None
+    if reason := sign_in(result.url, final.final_url, extraction.title, extraction.text, extraction.word_count or 0):
+        return Reason.BLOCKED, reason  # the article may be there still, for a reader who signs in
     if before.status == PageStatus.ARCHIVED and extraction.status != PageStatus.ARCHIVED:
         return Reason.SOFT_404, "soft 404: the page has no article any more (an empty or maintenance page, or not a page)"
     if final.redirects and before.final_url and not _same_address(final.final_url, before.final_url) and not same_text(before.text, extraction.text):

@@ -13,7 +13,10 @@ from ._options import ArchiveDir
 
 export_app = typer.Typer(
     no_args_is_help=True,
-    help="Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), wacz (for web-archive players).",
+    help=(
+        "Export the archive for other tools: markdown (a notes vault), epub (a reading list as a book), "
+        "wacz (for web-archive players), bookmarks (for browsers and bookmark services)."
+    ),
 )
 
 
@@ -114,6 +117,34 @@ def wacz(
     if summary.missing:
         err.print(f"warning: {summary.missing} captures the archive names were not found in its WARC files (damaged or missing files)")
     err.print(f"{safe(str(file))}: {summary.pages} pages, {summary.records} WARC records, {summary.bytes / 1e6:,.1f} MB")
+
+
+@export_app.command("bookmarks")
+def bookmarks(
+    file: Annotated[Path, typer.Argument(help="The bookmark file to write (FILE.html); replaced whole when it exists.", dir_okay=False)],
+    archive: ArchiveDir = Path("archive"),
+    seed: Annotated[str | None, typer.Option(help="Only this reading list (as `mirror links` names it): its links at the top.")] = None,
+) -> None:
+    """The reading lists as a Netscape bookmark file, which browsers, Linkwarden, Karakeep, linkding and
+    wallabag import: each list a folder, its sections folders inside it, each link with its title, tags
+    and the date it was saved. `mirror links FILE.html` reads it back."""
+    from ..export.bookmarks import BookmarksError, export_bookmarks
+
+    if file.is_dir():
+        fail(f"{file}: is a folder; name the .html file to write", code=2)
+    if not file.parent.is_dir():
+        fail(f"{file.parent}: no such folder", code=2)
+    with open_archive(archive) as store:
+        try:
+            summary = export_bookmarks(store.db, file, seed=seed)
+        except BookmarksError as exc:
+            fail(str(exc), code=2)
+        except OSError as exc:
+            fail(f"{file}: cannot write the bookmarks ({exc.strerror or exc})")
+    err.print(
+        f"{safe(str(file))}: {summary.bookmarks} bookmarks in {summary.lists} reading lists"
+        + (f", {summary.not_web} links that are no web address left out" if summary.not_web else "")
+    )
 
 
 def _since(since: str | None) -> str | None:

@@ -1,21 +1,22 @@
 """The archive as a folder of Markdown: one file per article with YAML front matter, its archived
 images saved beside it and linked relatively, and one index per reading list in the list's own
 order and sections. It opens as an Obsidian vault. File names are the titles (Chinese kept,
-characters no file system takes replaced, collisions numbered); a re-export rewrites only what
-changed."""
+characters no file system takes replaced, at most ~200 bytes, Windows' device names suffixed,
+collisions with any name already taken numbered); a re-export rewrites only what changed."""
 
 from __future__ import annotations
 
+import html
 import json
-import mimetypes
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._util.files import write_whole
 from .._util.text import strip_controls
-from ..store.queries import latest_resource, warc_location, with_markdown
-from ..warc import WarcError, read_payload
+from ..store.queries import with_markdown
+from ._images import archived_image
 from ._select import archived_pages
 
 __all__ = ["ExportSummary", "export_markdown"]
@@ -24,6 +25,9 @@ ASSETS = "assets"  # images, one folder per article: assets/<file stem>/<n>.<ext
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*#^\[\]]')  # Windows' and Obsidian's (links, tags, blocks)
 _IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\((<[^>\n]*>|[^)\s]*)\)")
 MAX_STEM = 80  # characters of a title in its file name
+MAX_STEM_BYTES = 180  # and bytes of UTF-8: with " (2)", " (reading list)" and ".md" a name stays near 200 (file systems take 255)
+# Windows' device names, whatever the case or extension (CON.md, nul.txt.md): no program there opens them
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT") for n in (*"0123456789", "¹", "²", "³"))}
 _COLUMNS = "id, url, final_url, title, author, date, sitename, language, fetched_at, source, health, markdown_z, images"
 
 
@@ -42,64 +46,84 @@ def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None
     out.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
     pages = [with_markdown(page) for page in archived_pages(db, _COLUMNS, seed=seed, site=site, since=since)]
-    names = _file_names(pages)
+    names = _Names()
+    stems = {page["url"]: names.take(page["title"] or page["url"].split("://", 1)[-1]) for page in pages}  # by page id: a re-export keeps them
+    lists = _reading_lists(db, seed, stems)
+    indexes = {reading_list: names.take(Path(reading_list).stem, suffix=" (reading list)") for reading_list in lists}
     for page in pages:
         summary.articles += 1
-        stem = names[page["url"]]
+        stem = stems[page["url"]]
         body = _images(db, archive_dir, out, stem, page, summary)
-        _write(out / f"{stem}.md", _front_matter(page, _origins(db, page["url"])) + body.rstrip("\n") + "\n", summary)
-    for reading_list, sections in _reading_lists(db, seed, names).items():
-        _write(out / f"{_safe_stem(Path(reading_list).stem)} (reading list).md", _index(reading_list, sections), summary)
+        origins = _origins(db, page["url"])
+        _write(out / f"{stem}.md", _front_matter(page, origins) + body.rstrip("\n") + "\n", summary)
+    for reading_list, sections in lists.items():
+        _write(out / f"{indexes[reading_list]}.md", _index(reading_list, sections), summary)
     return summary
 
 
-def _file_names(pages: list[dict]) -> dict[str, str]:
-    """Each page's file stem: its title made safe, numbered after the first page with that name
-    (by page id, so a re-export gives every page the name it had)."""
-    taken: dict[str, int] = {}
-    names = {}
-    for page in pages:
-        stem = _safe_stem(page["title"] or page["url"].split("://", 1)[-1])
-        count = taken.get(stem.lower(), 0) + 1
-        taken[stem.lower()] = count
-        names[page["url"]] = stem if count == 1 else f"{stem} ({count})"
-    return names
+class _Names:
+    """File stems, each unique against every name taken before it in this export (articles and
+    indexes alike), as the file systems compare them: case and Unicode form aside."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+
+    def take(self, text: str, suffix: str = "") -> str:
+        stem = _safe_stem(text) + suffix
+        candidate, number = stem, 1
+        while _key(candidate) in self._taken:
+            number += 1
+            candidate = f"{stem} ({number})"
+        self._taken.add(_key(candidate))
+        return candidate
+
+
+def _key(stem: str) -> str:
+    return unicodedata.normalize("NFC", stem).casefold()
 
 
 def _safe_stem(text: str) -> str:
-    stem = " ".join(_UNSAFE.sub(" ", strip_controls(text)).split())[:MAX_STEM].strip(" .")
+    """A title as a file name: characters no file system takes replaced, cut to MAX_STEM
+    characters and MAX_STEM_BYTES bytes (at a character's end), a device name suffixed."""
+    stem = " ".join(_UNSAFE.sub(" ", strip_controls(text)).split())[:MAX_STEM]
+    stem = stem.encode("utf-8")[:MAX_STEM_BYTES].decode("utf-8", "ignore").strip(" .")
+    if stem.split(".", 1)[0].rstrip(" ").upper() in _RESERVED:
+        base, dot, rest = stem.partition(".")
+        stem = f"{base.rstrip(' ')}_{dot}{rest}"
     return stem or "untitled"
 
 
 def _images(db, archive_dir: Path, out: Path, stem: str, page: dict, summary: ExportSummary) -> str:
-    """The article's Markdown with each archived image saved under assets/ and linked relatively;
-    an image never archived becomes a note with its alt text (every image link resolves)."""
+    """The article's Markdown with each archived image saved under assets/ (named by what its
+    bytes are) and linked relatively; an image never archived, or whose bytes are no image,
+    becomes a note with its alt text (every image link resolves)."""
     numbers: dict[str, int] = {}
 
     def image(match: re.Match) -> str:
         alt, url = match[1], match[2].strip("<>")
-        row = latest_resource(db, url)
-        if row is None:
+        found = archived_image(db, archive_dir, url)
+        if found.media_type is None:
             summary.missing_images += 1
-            return f"*[image not archived{': ' + alt if alt else ''}]*"
+            return _note(found.problem, alt)
         number = numbers.setdefault(url, len(numbers) + 1)
-        extension = mimetypes.guess_extension((row["content_type"] or "").split(";")[0].strip()) or ".bin"
-        relative = f"{ASSETS}/{stem}/{number}{extension}"
-        try:
-            _, body = read_payload(archive_dir, warc_location(row))
-        except (WarcError, OSError):
-            summary.missing_images += 1
-            return f"*[image not readable{': ' + alt if alt else ''}]*"
+        relative = f"{ASSETS}/{stem}/{number}{found.extension}"
         (out / ASSETS / stem).mkdir(parents=True, exist_ok=True)
-        _write(out / relative, body, summary)
+        _write(out / relative, found.body, summary)
         summary.images += 1
         return f"![{alt}](<{relative}>)"
 
     return _IMAGE.sub(image, page["markdown"] or "")
 
 
+def _note(problem: str, alt: str) -> str:
+    """What stands where an image could not be: in HTML emphasis, which closes wherever it stands
+    (`*[…]*` followed by a Chinese character is no emphasis under CommonMark, whose closing `*`
+    after punctuation must be followed by a space or punctuation: the italics ran on)."""
+    return f"<em>\\[{problem}{': ' + html.escape(alt, quote=False) if alt else ''}\\]</em>"
+
+
 def _origins(db, url: str) -> list[dict]:
-    return list(db.query("select seed, section from links where url = ? order by seed, line", [url]))
+    return list(db.query("select seed, section, tags from links where url = ? order by seed, line", [url]))
 
 
 def _front_matter(page: dict, origins: list[dict]) -> str:
@@ -115,10 +139,23 @@ def _front_matter(page: dict, origins: list[dict]) -> str:
         "source": page["source"],
         "reading_lists": sorted({o["seed"] for o in origins}),
         "sections": sorted({o["section"] for o in origins if o["section"]}),
+        "tags": _tags(origins),
         "status": page["health"] or "archived",
     }
     lines = [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items() if value not in (None, [], "")]
     return "---\n" + "\n".join(lines) + "\n---\n\n"
+
+
+def _tags(origins: list[dict]) -> list[str]:
+    """The tags a bookmark service's export gave the page's links (comma-separated in `links.tags`),
+    as Obsidian takes a tag: no spaces (a space would end it), no leading `#`."""
+    tags: dict[str, None] = {}
+    for origin in origins:
+        for tag in (origin["tags"] or "").split(","):
+            tag = "-".join(strip_controls(tag).lstrip("#").split())
+            if tag:
+                tags[tag] = None
+    return list(tags)
 
 
 def _reading_lists(db, seed: str | None, names: dict[str, str]) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:

@@ -6,6 +6,13 @@ versions and revisits, images, a rendering's responses, screenshots; no requests
 it: the CDXJ index (cdxj-indexer), `pages/pages.jsonl` — each article's title and the text mirror
 extracted, so a player's search finds what `mirror search` finds — and `datapackage.json` with every
 file's digest. The file appears whole or not at all: it is written beside its name and renamed.
+
+ReplayWeb.page searches that text with FlexSearch's defaults: words are what lies between spaces
+and punctuation, and a word is found only whole, so a Chinese sentence is one word and 税收 in
+"…到期税收优惠…" was not found. Each page's text is followed by its Chinese (Japanese, Korean)
+words as the player's search can find them (`_player_words`): every run of 1 to 4 CJK characters
+of the text, and the Latin words glued to them ("GPU加速": GPU), each once, after the text, where
+the player's snippet (the first place the query is found) never shows them.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ import contextlib
 import io
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._enums import PageStatus, ResourceStatus
+from .._util.segment import cjk_runs, is_cjk, word_runs
 from ..store.queries import warc_location
 from ..warc import original
 from ..warc.subset import copy_records
@@ -144,9 +153,34 @@ def _write_pages(path: Path, archive_dir: Path, pages: list[dict], title: str | 
                 "url": record.url if record else page["final_url"] or page["url"],
                 "ts": record.date if record else page["fetched_at"],
                 "title": page["title"] or page["url"],
-                "text": page["text"] or "",
+                "text": _player_text(page["text"] or ""),
             }
             f.write(json.dumps(entry) + "\n")
+
+
+PLAYER_NGRAMS = 4  # longest run of CJK characters written out for the player's whole-word search
+
+
+def _player_text(text: str) -> str:
+    words = _player_words(text)
+    return f"{text}\n\n{' '.join(words)}" if words else text
+
+
+def _player_words(text: str) -> list[str]:
+    """The words a player that finds only whole words needs besides `text`'s own, each once: the
+    1- to PLAYER_NGRAMS-character runs of each CJK run, and the other letters glued to CJK."""
+    words: dict[str, None] = {}
+    for token in re.findall(r"[^\W_]+", text):
+        if not any(is_cjk(char) for char in token) or len(token) == 1:
+            continue
+        for run in word_runs(token):
+            if not is_cjk(run[0]):
+                words[run] = None
+        for run in cjk_runs(token):
+            for size in range(1, PLAYER_NGRAMS + 1):
+                for start in range(len(run) - size + 1):
+                    words[run[start : start + size]] = None
+    return list(words)
 
 
 def _pack(path: Path, warc: Path, listing: Path, title: str | None) -> None:

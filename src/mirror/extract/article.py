@@ -67,7 +67,7 @@ def _narrow_date_parser() -> None:
 
         default = extractors.get_external_parser
 
-        @lru_cache(maxsize=None)
+        @functools.cache
         def narrowed():
             from dateparser import DateDataParser
 

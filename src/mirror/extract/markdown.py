@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .figures import CAPTION, IMAGE_MARK, mark_number
 from ..urls import web_url
+from .figures import CAPTION, IMAGE_MARK, mark_number
 
 __all__ = ["flatten_inline_code", "header_rows", "render_article", "serialize"]
 
@@ -68,7 +68,7 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
     for tree in (body, comments):  # the Markdown is written: unwrap in place rather than copy
         if tree is not None:
             strip_tags(tree, "ref", "hi")
-    markdown = "\n".join(filter(None, [markdown, tail]))
+    markdown = unindent("\n".join(filter(None, [markdown, tail])))
     text = serialize([body, comments], markdown=False)
     if not marked:  # no markers on this page: any such characters are its own text
         return text, markdown, shown
@@ -92,6 +92,47 @@ def header_rows(tree, first: bool) -> None:
                     cell.set("role", "head")
                 else:
                     cell.attrib.pop("role", None)
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+_MANY_BLANKS = re.compile(r"\n{3,}")
+
+
+def unindent(markdown: str) -> str:
+    """The page's own indentation taken off the lines: only a list's nesting (as trafilatura
+    writes it, a level under the item before at most) and a code fence's lines keep theirs. The
+    source's white space comes through trafilatura into the Markdown (a comment's link on a line
+    of its own after eight spaces, sub-items six spaces in); under CommonMark four leading spaces
+    open a code block, which shows the link's Markdown, its target with it, as text: most of what
+    the Markdown had that the article has not (issue 44)."""
+    lines: list[str] = []
+    fenced = False
+    items: list[tuple[int, int, int]] = []  # the open list items: (indent as written, as kept, where their content starts)
+    for line in markdown.split("\n"):
+        if fenced or _FENCE.match(line):
+            fenced = fenced != bool(_FENCE.match(line))
+            lines.append(line)
+            continue
+        body = line.lstrip(" \t")
+        written = len(line) - len(body)
+        if not body:
+            lines.append("")
+            continue
+        if item := _LIST_ITEM.match(body):
+            while items and items[-1][0] > written:
+                items.pop()
+            if items and items[-1][0] == written:
+                kept = items.pop()[1]  # a sibling: where the one before it is
+            else:
+                kept = items[-1][2] if items else 0  # a sub-item: under the item before
+            items.append((written, kept, kept + len(item[0].rstrip()) + 1))
+            lines.append(" " * kept + body.rstrip())
+            continue
+        if written == 0 and lines and not lines[-1]:
+            items.clear()  # a paragraph after the list
+        lines.append(" " * min(written, items[-1][2]) + body.rstrip() if items and written else body.rstrip())
+    return _MANY_BLANKS.sub("\n\n", "\n".join(lines)).strip("\n")
 
 
 def _resolve_links(trees: list, url: str) -> None:

@@ -62,6 +62,39 @@ class FetchOptions:
     extract_timeout: float = EXTRACT_TIMEOUT  # seconds for a page's extraction; past it, its plain text
     tail_grace: float = 1.5  # seconds the resources get once every page is recorded, before unanswered lookups are deferred
 
+    def warcinfo(self) -> dict[str, str]:
+        """The fields of the warcinfo record each WARC file of the run opens with: what wrote it and
+        how the run was asked to fetch. Never a header's value or a cookie (a token, a session):
+        only the names of the headers sent and whether a cookies file was given."""
+        settings = {
+            "concurrency": self.concurrency,
+            "per-host": self.per_host,
+            "delay": self.delay,
+            "timeout": self.timeout,
+            "max-bytes": self.max_bytes,
+            "max-redirects": self.max_redirects,
+            "retries": self.retries,
+            "browser": self.browser,
+            "images": self.images,
+            "allow-private": self.allow_private,
+            "wayback": self.wayback,
+            "refresh": self.refresh,
+            "check": self.check,
+        }
+        info = {
+            "software": warc.software(),
+            "format": "WARC File Format 1.0",
+            "conformsTo": "http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf",
+            "description": "mirror link-health check" if self.check else "mirror fetch of reading lists",
+            "http-header-user-agent": self.user_agent,
+            "mirror-settings": " ".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in settings.items()),
+        }
+        if self.headers:
+            info["mirror-headers-sent"] = ", ".join(sorted(self.headers)) + " (values not recorded)"
+        if self.cookies:
+            info["mirror-cookies"] = "a cookies file (not recorded)"
+        return info
+
 
 def load_cookies(path: Path) -> MozillaCookieJar:
     """A Netscape cookies.txt as browser extensions export it (header line optional)."""

@@ -125,7 +125,7 @@ class _Run:
         self.on_page, self.on_render, self.only = on_page, on_render, only
         self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
         self.pool = extraction_pool(options.workers) if pool is None else pool
-        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
+        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes, info=options.warcinfo())
         self.client = _client(self.writer, options, cookies, pages, archive)
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
         self.resources = Budget(
@@ -261,6 +261,9 @@ class _Run:
         A check also asks the host for a path that cannot exist, once (`soft404`)."""
         final = result.final
         live = result.source == Source.LIVE  # (the Wayback Machine's answer for a path that cannot exist says nothing of the site)
+        if blocked := soft404.sign_in(result.url, final.final_url, article.title, article.text, article.word_count):
+            final.error, final.message = Reason.BLOCKED, blocked  # a sign-in form is no soft 404: the article may be there still
+            return None
         probe = await self.probe(final.final_url) if self.options.check and final.status == 200 and live else None
         reason = soft404.verdict(result.url, final.final_url, article.title, article.text, article.word_count, probe)
         if reason is None:

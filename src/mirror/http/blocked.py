@@ -17,7 +17,9 @@ _CLOUDFLARE_TITLE = re.compile(r"^\s*(Just a moment\.\.\.|Attention Required! \|
 # not /cdn-cgi/challenge-platform/: Cloudflare injects that script into ordinary pages too
 _CLOUDFLARE_MARKS = ("cf-chl-", "cf_chl_opt")
 _CAPTCHA_TITLE = re.compile(r"^\s*(captcha|验证码|人机验证|security check)\s*([-|–—].{0,40})?$", re.I)
-_LOGIN_PATH = re.compile(r"/(signin|sign_in|sign-in|login|logon|passport|account/login)\b", re.I)
+_LOGIN_PATH = re.compile(
+    r"/(signin|sign_in|sign-in|login|log-in|log_in|logon|passport|account/login|servicelogin|sso|cas/login|session/new|oauth2?/authorize)\b", re.I
+)
 _PASSWORD_FORM = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
 # a title that is nothing but signing in ("Sign in - Google Accounts", "登录 - 知乎", "用户登录"),
 # not one that mentions it ("Login flows explained")
@@ -47,12 +49,23 @@ def blocked_reason(status: int, final_url: str, original_url: str, head: str) ->
         return "captcha page"
     if status == 403 and "zhihu.com" in (urlsplit(final_url).hostname or ""):
         return "zhihu refuses anonymous clients (HTTP 403)"
-    redirected_to_login = final_url != original_url and _LOGIN_PATH.search(urlsplit(final_url).path or "")
-    if redirected_to_login and not _LOGIN_PATH.search(urlsplit(original_url).path or ""):
-        return "redirected to a sign-in page"
+    if reason := redirected_to_sign_in(original_url, final_url):
+        return reason
     # Many articles carry a login box in their header; a wall is a page *about* signing in.
     if status == 200 and _LOGIN_WORDS.search(title.strip()) and _PASSWORD_FORM.search(head):
         return "sign-in wall (a password form instead of the article)"
+    return None
+
+
+def redirected_to_sign_in(original_url: str, final_url: str, title: str | None = None) -> str | None:
+    """Why a page that redirected elsewhere landed on a sign-in page (its path, or a title that is
+    nothing but signing in), or None; a page that was a sign-in page itself is no wall."""
+    if final_url == original_url or _LOGIN_PATH.search(urlsplit(original_url).path or ""):
+        return None
+    if _LOGIN_PATH.search(urlsplit(final_url).path or ""):
+        return "redirected to a sign-in page"
+    if title and _LOGIN_WORDS.search(title.strip()):
+        return f"redirected to a sign-in page ({title.strip()[:80]!r})"
     return None
 
 

@@ -30,6 +30,7 @@ class Inventory:
     links: list[Link] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)  # every seed document read
+    titles: dict[str, str] = field(default_factory=dict)  # a seed's own title (its `# heading`, its <title>)
 
     @property
     def pages(self) -> dict[str, list[Link]]:
@@ -83,6 +84,8 @@ def _read_one(path: Path, name: str, inventory: Inventory) -> None:
         inventory.warnings.append(f"{name}: empty, no links")
         return
     links = _parse(path, text, name, inventory.warnings.append)
+    if title := _title(path, text):
+        inventory.titles[name] = title
     if not links:
         inventory.warnings.append(f"{name}: no links found")
     inventory.links.extend(links)
@@ -99,6 +102,20 @@ def _parse(path: Path, text: str, name: str, warn) -> list[Link]:
 
         return parse_html(text, name)
     return parse_text(text, name)
+
+
+def _title(path: Path, text: str) -> str | None:
+    """The title the list gives itself (what an export names it by), for text and HTML seeds."""
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".csv", ".rss", ".atom", ".opml", ".xml"):
+        return None
+    if _looks_like_html(path, text):
+        from .html import html_title
+
+        return html_title(text)
+    from .text import text_title
+
+    return text_title(text)
 
 
 def decode_seed(data: bytes) -> tuple[str | None, str | None]:

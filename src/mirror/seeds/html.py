@@ -33,6 +33,17 @@ def parse_html(text: str, seed: str) -> list[Link]:
     return as_links(_rows(root, anchors, headings, lines), seed)
 
 
+def html_title(text: str) -> str | None:
+    """A page's or bookmark file's own title: its <title>, else its first <h1>."""
+    root = _root(_closed(text).encode("utf-8"))
+    if root is None:
+        return None
+    for element in (next(root.iter("title"), None), next(root.iter("h1"), None)):
+        if element is not None and (name := _name(element)):
+            return name
+    return None
+
+
 def _root(data: bytes):
     try:
         # plain elements, not lxml.html's: their Python class is looked up at each one made (a fifth of the time)

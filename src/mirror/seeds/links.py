@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .. import urls
 from .._types import Link
 from .._util.text import decode_entities
-from .. import urls
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
 # Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").

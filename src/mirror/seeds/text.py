@@ -22,7 +22,7 @@ from .links import (
     _whole_url,
 )
 
-__all__ = ["parse_text"]
+__all__ = ["parse_text", "text_title"]
 
 # lines that hold no link but name the section of the links after them (a sentence is no heading)
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -30,6 +30,16 @@ _BOLD_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?(\*\*|__)([^*_].*?)\1\s*[:：]?\s*$"
 _LABEL = re.compile(r"^\s*(?:[-*+]\s+)?([^\s:：].{0,38}?)\s*[:：]\s*$")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
 _SENTENCE_END = re.compile(r"[。，,.!?！？；;、]")
+
+
+def text_title(text: str) -> str | None:
+    """The list's own title: its first level-1 heading (`# Reading on attention`), if any."""
+    lines = text.splitlines()
+    for line in lines[_front_matter_end(lines) :]:
+        heading = _HEADING.match(line)
+        if heading and heading[1] == "#":
+            return _clean_title(heading[2]) or None
+    return None
 
 
 def parse_text(text: str, seed: str) -> list[Link]:

@@ -105,8 +105,9 @@ _LINK_COLUMNS = ("seed", "line", "col", "url", "url_as_written", "title", "secti
 _link_values = operator.attrgetter(*_LINK_COLUMNS[1:])  # a links row but its seed, in that order
 _link_update_values = operator.attrgetter("url", "url_as_written", "title", "section", "tags", "added", "seed", "line", "col")
 _UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section = ?, tags = ?, added = ? where seed = ? and line = ? and col = ?"
-_PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "id", "seeds", "sections")  # and first_seen
-_PLAIN_PAGE_COLUMNS = ("url", "host", "id", "seeds", "sections")  # a pending page: no error, no repairs
+# a page's rowid is its id: the search index's rowid, which tools outside mirror join on (`mirror._fts`)
+_PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "id", "rowid", "seeds", "sections")  # and first_seen
+_PLAIN_PAGE_COLUMNS = ("url", "host", "id", "rowid", "seeds", "sections")  # a pending page: no error, no repairs
 # a page's seed files and sections, in the order their links were written (the links.url index's order)
 _SET_FACETS = """update pages set
     seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
@@ -147,9 +148,9 @@ def _finish_links(conn: sqlite3.Connection, inventory: Inventory, diff: _LinkDif
     conn.executemany(_UPDATE_LINK, map(_link_update_values, diff.changed))
     counts = diff.counts
     conn.executemany(
-        "insert into seeds (seed, links, read_at) values (?, ?, ?) "
-        "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at",
-        [(seed, counts[seed], stamp) for seed in inventory.seeds if seed not in (COMMAND_LINE, ADDED_SEED)],
+        "insert into seeds (seed, links, read_at, title) values (?, ?, ?, ?) "
+        "on conflict (seed) do update set links = excluded.links, read_at = excluded.read_at, title = excluded.title",
+        [(seed, counts[seed], stamp, inventory.titles.get(seed)) for seed in inventory.seeds if seed not in (COMMAND_LINE, ADDED_SEED)],
     )
 
 
@@ -246,7 +247,7 @@ def _page_rows(urls: list[str], first: dict[str, Link], glued: dict[str, list[st
             seeds, sections = facets.get(url, no_facets)
             seeds, sections = json_array[seeds], json_array[sections]
             if link.skip_reason is None and url not in glued:
-                yield url, _host(url), page_id, seeds, sections
+                yield url, _host(url), page_id, page_id, seeds, sections
                 continue
             problem = None
             if link.skip_reason:  # seeds classified every link already: only a skipped one needs its message
@@ -257,11 +258,11 @@ def _page_rows(urls: list[str], first: dict[str, Link], glued: dict[str, list[st
                 problem = classify(link.url_as_written)
             candidates = json.dumps(glued[url]) if url in glued else None
             if problem is None and candidates is None:
-                yield url, _host(url), page_id, seeds, sections
+                yield url, _host(url), page_id, page_id, seeds, sections
             elif problem is None:
-                yield url, _host(url), PageStatus.PENDING, None, None, candidates, page_id, seeds, sections
+                yield url, _host(url), PageStatus.PENDING, None, None, candidates, page_id, page_id, seeds, sections
             else:
-                yield url, None, PageStatus.SKIPPED, problem[0], problem[1], candidates, page_id, seeds, sections
+                yield url, None, PageStatus.SKIPPED, problem[0], problem[1], candidates, page_id, page_id, seeds, sections
 
 
 _PLAIN_HOST = re.compile(r"https?://([a-z0-9.\-]+)(?::[0-9]*)?(?=[/?#]|\Z)")  # as `normalize` writes most URLs

@@ -197,7 +197,7 @@ VERSIONS_COLUMNS = {
     "host_dead": int,  # 1: the check found the host dead (no such name, connection refused), not merely unanswered
 }
 WARC_FILES_COLUMNS = {"file": str, "closed_at": str}
-SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str}
+SEEDS_COLUMNS = {"seed": str, "links": int, "read_at": str, "title": str}  # title: the list's own (`# heading`), for exports
 # Host names a run found not to exist (NXDOMAIN), believed until `until` (a Unix time): the next run
 # over the archive does not ask again (`--refresh` does).
 DEAD_NAMES_COLUMNS = {"name": str, "until": float}
@@ -321,13 +321,31 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
     db.execute("drop index if exists idx_pages_status")
 
 
+def _searchable_by_tools(db: sqlite_utils.Database) -> None:
+    """Issue 44: the index an external-content table of `pages` (`mirror._fts`), so that
+    sqlite-utils, plain datasette and datasette-search-all find it, and each page's rowid its id,
+    which they join on. The index is rebuilt from the rows (the same postings, declared anew).
+    And seeds.title (the list's `# heading`, what the exports name a book or a folder by)."""
+    _number_pages(db)
+    _align_rowids(db)
+    _baseline(db)  # `ensure_index` finds the contentless layout: made again and filled
+
+
+def _align_rowids(db: sqlite_utils.Database) -> None:
+    """pages.rowid = pages.id for every row (ids are unique, so no row can stand in another's way
+    once the moved ones have stepped aside to negative rowids)."""
+    if db.execute("select 1 from pages where rowid != id limit 1").fetchone():
+        db.execute("update pages set rowid = -id where rowid != id")
+        db.execute("update pages set rowid = -rowid where rowid < 0")
+
+
 # Applied in order, each once; `PRAGMA user_version` is how many have run. To change the
 # layout, edit the column lists above and append a step (`_baseline` again will do for
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
 # 10: pages.render_gain and render_basis (the browser inside the fetch); 11: pages.provenance (pages the user added);
-# 12: pages.link_tags (issue 42)
+# 12: pages.link_tags (issue 42); 13: the index found by sqlite-utils and datasette, seeds.title (issue 44)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _drop_status_index,
@@ -341,6 +359,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _baseline,
     _link_tags,
+    _searchable_by_tools,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -405,7 +424,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
 
 def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False, urls: list[str] | None = None) -> int:
     """Index every archived page's text (or only those the index lacks, or those of `urls`); returns how many."""
-    missing = f" and id not in (select rowid from {_fts.FTS_TABLE})" if missing_only else ""
+    missing = f" and id not in (select id from {_fts.INDEXED})" if missing_only else ""
     if urls is not None:
         missing += f" and url in ({', '.join('?' for _ in urls)})"
         for (page_id,) in db.execute(f"select id from pages where url in ({', '.join('?' for _ in urls)})", urls).fetchall():

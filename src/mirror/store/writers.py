@@ -186,13 +186,13 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         as `rebuild_index` would). Returns how many pages the index holds."""
         with self.db.atomic():
             stale = self.db.execute(
-                f"select rowid from {_fts.FTS_TABLE} where rowid not in (select id from pages where status = ? and text is not null)",
+                f"select id from {_fts.INDEXED} where id not in (select id from pages where status = ? and text is not null)",
                 [PageStatus.ARCHIVED],
             ).fetchall()
             for (page_id,) in stale:
                 _fts.unindex_page(self.db, page_id)
             reindex_rows(self.db, missing_only=True)
-            return self.db.execute(f"select count(*) from {_fts.FTS_TABLE}").fetchone()[0]
+            return self.db.execute(f"select count(*) from {_fts.INDEXED}").fetchone()[0]
 
     def record_render(self, url: str, render: Render) -> PageStatus | None:
         """A browser's render of a page's saved HTTP capture (one a run without a browser made): its

@@ -14,10 +14,23 @@ from __future__ import annotations
 
 from .._types import WarcLocation
 from .read import READ_LIMIT, Response, WarcError, original, payload_coding, read_head, read_payload, record_id, repair, responses
-from .write import ADDED_HEADER, DEFAULT_ROTATE_BYTES, PAGE_HEADER, RENDER_HEADER, WARC_DIR, Capture, CaptureWriter, Derived, Original, payload_digest
+from .write import (
+    ADDED_HEADER,
+    DEFAULT_ROTATE_BYTES,
+    PAGE_HEADER,
+    RENDER_HEADER,
+    WARC_DIR,
+    Capture,
+    CaptureWriter,
+    Derived,
+    Original,
+    payload_digest,
+    software,
+)
 
 __all__ = [
     "ADDED_HEADER",
+    "software",
     "DEFAULT_ROTATE_BYTES",
     "PAGE_HEADER",
     "READ_LIMIT",

@@ -99,7 +99,10 @@ class Derived:
 class CaptureWriter:
     """Appends request/response pairs to rotating .warc.gz files."""
 
-    def __init__(self, archive_dir: Path, rotate_bytes: int = DEFAULT_ROTATE_BYTES, prefix: str = "mirror"):
+    def __init__(self, archive_dir: Path, rotate_bytes: int = DEFAULT_ROTATE_BYTES, prefix: str = "mirror", info: dict[str, str] | None = None):
+        """`info`: the fields of the warcinfo record each file opens with (what made it, the run's
+        settings), as Heritrix, Browsertrix and pywb write one: tools read it to know a file's origin."""
+        self.info = info
         self.dir = Path(archive_dir) / WARC_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rotate_bytes = rotate_bytes
@@ -185,7 +188,19 @@ class CaptureWriter:
             self._name = f"{self.prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
             self._file = open(self.dir / self._name, "ab")
             self.opened.append(self._name)
+            record = WARCWriter(None, gzip=False).create_warcinfo_record(self._name, self.info or {"software": software()})
+            self._file.write(_gzip_member(record, GZIP_LEVEL))  # (flushed with the first capture, which needs it before it)
         return self._file
+
+
+def software() -> str:
+    """What wrote a WARC file: mirror's version, and warcio's, which writes its records."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mirror/{version('mirror')} warcio/{version('warcio')}"
+    except PackageNotFoundError:
+        return "mirror"
 
 
 def _level(capture: Capture) -> int:
