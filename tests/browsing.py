@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CHROMIUM, chromium_or_skip, run_mirror
+from .helpers import CHROMIUM, chromium_or_skip, run_mirror
 
 
 def fetch(folder: Path, *sources: str, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import threading
 import time
 
 from .browsing import fetch, free_port
-from .conftest import run_mirror
+from .helpers import run_mirror
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 URL = "https://zhuanlan.zhihu.com/p/" + "1234567890" * 4 + "?share=" + "abcdef" * 4

@@ -7,7 +7,7 @@ import re
 import zipfile
 
 from .browsing import fetch
-from .conftest import run_mirror
+from .helpers import run_mirror
 
 PAGE = """<html><head><meta charset="utf-8"><title>显存优化</title>
 <meta property="article:published_time" content="2026-11-28T12:13:46+00:00"></head>

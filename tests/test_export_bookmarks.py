@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import links_json
+from .helpers import links_json
 
 PINS = [
     {"href": "https://example.com/rope", "description": "Rotary embeddings", "tags": "ml attention", "time": "2024-01-02T03:04:05Z"},

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from .conftest import CORPUS
+from .helpers import CORPUS
 from .webserver import PNG
 
 QUICK = ("--delay", "0", "--retries", "0", "--timeout", "10")

@@ -15,7 +15,7 @@ from mirror.extract.article import extract
 from mirror.extract.tables import is_layout_table
 
 from .browsing import browser_page, fetch, mirror_serve, shot
-from .conftest import CORPUS, run_mirror
+from .helpers import CORPUS, run_mirror
 from .webserver import PNG
 
 PARAGRAPHS = [

@@ -8,7 +8,7 @@ import json
 
 from mirror.seeds.text import parse_text
 
-from .conftest import run_mirror
+from .helpers import run_mirror
 
 
 def titles(text: str) -> dict[str, str | None]:

@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from mirror.extract import extract
 from mirror.extract.markdown import unindent
 
-from .conftest import CORPUS
+from .helpers import CORPUS
 
 
 def code_blocks(markdown: str) -> list[str]:

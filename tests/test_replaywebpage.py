@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, chromium_or_skip
+from .helpers import ROOT, chromium_or_skip
 from .webserver import article
 
 QUICK = ("--delay", "0", "--retries", "0", "--timeout", "5")
@@ -80,7 +80,7 @@ def served(cli, tmp_path, web):
 def test_replaywebpage_search_finds_chinese_words_mid_sentence(served):
     from playwright.sync_api import sync_playwright
 
-    from .conftest import CHROMIUM
+    from .helpers import CHROMIUM
 
     wanted = {
         "税收": ["财政公告"],  # 到期税收优惠: mid-sentence, two characters

@@ -13,7 +13,7 @@ from mirror.search import build_match, search
 from mirror.seeds import links_from_urls, read_seeds
 from mirror.store import Archive
 
-from .conftest import run_mirror
+from .helpers import run_mirror
 
 FILLER = "其他内容，与主题无关的文字。" * 30
 PAGES = [  # url, title, text
