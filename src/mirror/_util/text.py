@@ -26,7 +26,7 @@ def readable_date(value: str | None) -> str:
     Anything else (a site's own date text) as it is."""
     if not value:
         return ""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     try:
         moment = datetime.fromisoformat(value.strip())
@@ -35,7 +35,7 @@ def readable_date(value: str | None) -> str:
     if len(value.strip()) <= 10:  # a date alone
         return moment.date().isoformat()
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
+        moment = moment.astimezone(UTC)
         return moment.strftime("%Y-%m-%d %H:%M UTC")
     return moment.strftime("%Y-%m-%d %H:%M")
 

@@ -47,7 +47,9 @@ LAUNCH_ARGS = [
     "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
 ]
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
-MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+# the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page
+# in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+MEMORY_MB = 700.0
 PAGE_MB = 300.0  # what a page in flight may add to MEMORY_MB: past both, the page is stopped (the 1 GB bound)
 MEMORY_POLL = 1.0  # seconds between two looks at the browser's memory during a page
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung

@@ -23,7 +23,7 @@ _CENTURY = 100 * 365 * 86400.0  # an age past this is "ever"
 # per reading list, how many of its links are in each state, and since when (the earliest); each
 # page's state read from an index (HEALTH_INDEX), not from its row, which SQLite's planner
 # would otherwise do (a lookup by url takes the primary key's index first)
-LINK_HEALTH_SQL = """
+LINK_HEALTH_SQL = f"""
 select links.seed as reading_list,
        case when pages.status = 'skipped' then 'not a web page'
             when pages.status = 'pending' then 'not fetched yet'
@@ -33,9 +33,9 @@ select links.seed as reading_list,
             else pages.health end as health,
        count(distinct pages.url) as links,
        min(pages.health_since) as since
-from links join pages indexed by {index} on pages.url = links.url
+from links join pages indexed by {HEALTH_INDEX} on pages.url = links.url
 group by reading_list, health
-""".format(index=HEALTH_INDEX)
+"""
 
 
 def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | None = None, seed: str | None = None) -> list[str]:

@@ -17,9 +17,8 @@ from ..store.folder import ArchiveError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..store import Archive
-
     from ..seeds.documents import Inventory
+    from ..store import Archive
 
 
 class _Console:

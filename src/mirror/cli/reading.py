@@ -53,8 +53,8 @@ def show(
     """Show a saved article as Markdown, with its metadata and where it came from."""
     from rich.markdown import Markdown
 
-    from ..urls import normalize
     from ..store import queries
+    from ..urls import normalize
 
     with open_archive(archive, readonly=True) as store:
         row = queries.find_page(store.db, page, normalize(page))

@@ -12,7 +12,6 @@ from ..store import DB_NAME
 from ._common import err, fail, open_archive, safe
 from ._options import ArchiveDir
 
-
 # datasette's settings: a table search that 5,000 pages match takes more than its default 1 s; and
 # it suggests facets by trying every column on every table page: 6-8 s a page (and a table search)
 # at 100,000 pages, where the configured facets take 0.3-0.6 s

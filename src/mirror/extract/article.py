@@ -59,13 +59,11 @@ def _narrow_date_parser() -> None:
     the dates found on 230 corpus pages are the same (bench/RESULTS.md) at a fraction of
     the cost. Numeric and ISO dates never reach dateparser."""
     try:
-        from functools import lru_cache
-
         import htmldate.extractors as extractors
 
         default = extractors.get_external_parser
 
-        @lru_cache(maxsize=None)
+        @functools.cache
         def narrowed():
             from dateparser import DateDataParser
 

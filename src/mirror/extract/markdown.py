@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .figures import CAPTION, IMAGE_MARK, mark_number
 from ..urls import web_url
+from .figures import CAPTION, IMAGE_MARK, mark_number
 
 __all__ = ["flatten_inline_code", "render_article", "serialize"]
 

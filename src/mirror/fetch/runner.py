@@ -38,11 +38,11 @@ from .._types import (
 from .._util.faults import crash_point
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
+from ..check import soft404
 from ..extract.pool import extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
-from ..check import soft404
 from ..store.queries import warc_location
 from . import requisites
 from .options import FetchOptions, load_cookies

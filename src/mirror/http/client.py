@@ -24,8 +24,8 @@ from ..warc import CaptureWriter
 from .connect import CheckedTransport, Route, proxied, proxy_for
 from .failures import failed
 from .gate import Budget, Reach, server_key
-from .host_health import HostHealth
 from .hop import Hops
+from .host_health import HostHealth
 from .lookups import Lookups, ascii_host
 from .resolver import Resolver, nameservers_from_env
 

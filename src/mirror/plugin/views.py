@@ -15,11 +15,11 @@ import sqlite_utils
 from datasette import Response
 from markdown_it import MarkdownIt
 
+from ..check import link_health as health
 from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
-from ..check import link_health as health
 from ..store import queries
 from ..urls import web_url
 from ._common import _archive, _BadRequest, _Missing, _page_id, _payload, _read, _requested_page, _views, reader_csp

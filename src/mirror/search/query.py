@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
-from .._fts import FTS_TABLE
 from .._enums import PageStatus
+from .._fts import FTS_TABLE
 from .._util.segment import desegment, is_cjk, is_word_char, word_runs
 from .match import TIME_LIMIT, SearchTimeout, build_match, check_query, cjk_words, parse_limit
 

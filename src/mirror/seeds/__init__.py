@@ -18,9 +18,9 @@ from .._util.exports import lazy_exports
 
 if TYPE_CHECKING:
     from .._types import Link
+    from ..urls import normalize
     from .documents import Inventory, SeedError, decode_seed, links_from_urls, read_seeds
     from .text import parse_text
-    from ..urls import normalize
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "normalize", "parse_text", "read_seeds"]
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 
-from .._types import Link
 from .. import urls
+from .._types import Link
 from .links import _link
 
 __all__ = ["feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .._types import Link
 from .. import urls
+from .._types import Link
 
 # Any non-ASCII character ends a URL: pages copied from the web glue URLs to
 # Chinese text ("DeepSpeedhttps://github.com/microsoft/DeepSpeed微软...").
@@ -77,7 +77,7 @@ def _target(hit: _Found) -> tuple[str, str | None, tuple[str, ...]]:
 _new_object, _set_attribute = object.__new__, object.__setattr__
 
 
-def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates, tags=None, added=None) -> Link:  # noqa: PLR0913
+def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates, tags=None, added=None) -> Link:
     """Link(...) at a third of the cost: a frozen dataclass's __init__ sets each field
     through object.__setattr__ (a second per million links)."""
     link = _new_object(Link)

@@ -25,8 +25,8 @@ from .._util.exports import lazy_exports
 if TYPE_CHECKING:
     from .._types import PageToFetch
     from .archive import Archive
-    from .reader import ArchiveReader
     from .folder import ArchiveError, ArchiveLocked, now
+    from .reader import ArchiveReader
     from .schema import DB_NAME, FACETS_INDEX
     from .writers import InventoryStats
 

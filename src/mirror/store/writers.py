@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from .. import _fts
 from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, Reason, Render, ResourceStatus, VersionState
 from .._util.faults import crash_point
+from ..check.versions import Before, bad_answer
 from ._sql import _insert_many, _update_page
 from .folder import now
 from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
 from .schema import reindex_rows, stored_extraction
-from ..check.versions import Before, bad_answer
 from .versions import VersionWrites
 
 if TYPE_CHECKING:
