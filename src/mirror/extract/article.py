@@ -35,43 +35,21 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls bu
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
 
 
-def _widen_regex_cache(size: int = 10_000) -> None:
-    """dateparser (htmldate's date parsing) compiles more patterns per page than the
-    `regex` module's 500-entry cache holds, so every page recompiled them: about 30% of
-    extraction time. A larger cache is kept for the life of the worker."""
-    try:
-        import regex._main as regex_main
-
-        regex_main._MAXCACHE = max(regex_main._MAXCACHE, size)
-    except (ImportError, AttributeError):
-        pass
-
-
-_widen_regex_cache()
-
 DATE_LANGUAGES = ["en", "zh", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "nl"]
 
 
 def _narrow_date_parser() -> None:
-    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of
-    its ~200 locales applicable, and dateparser then tests each locale on each string:
-    more than half of all extraction time. Limited to the languages of the pages we read,
-    the dates found on 230 corpus pages are the same (bench/RESULTS.md) at a fraction of
-    the cost. Numeric and ISO dates never reach dateparser."""
+    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of its
+    ~200 locales applicable, and dateparser then loads each locale's data and compiles its
+    patterns: ~2.5 s more CPU for each worker's first pages (htmldate 1.11 sends few strings
+    there after that). Limited to the languages of the pages we read, the dates found on the
+    corpus pages are the same. Numeric and ISO dates never reach dateparser. htmldate makes its
+    parser once and keeps it (`get_external_parser`); `languages` is dateparser's public
+    attribute, the one its own language detection sets."""
     try:
-        import htmldate.extractors as extractors
+        from htmldate.extractors import get_external_parser
 
-        default = extractors.get_external_parser
-
-        @functools.cache
-        def narrowed():
-            from dateparser import DateDataParser
-
-            parser = default()
-            settings = getattr(parser, "_settings", None)  # htmldate's own settings, kept
-            return DateDataParser(languages=DATE_LANGUAGES, settings=settings) if settings else parser
-
-        extractors.get_external_parser = narrowed
+        get_external_parser().languages = list(DATE_LANGUAGES)
     except (ImportError, AttributeError):
         pass
 
