@@ -19,13 +19,14 @@ import shutil
 from collections import Counter
 from http.cookiejar import Cookie
 from pathlib import Path
+from typing import NamedTuple
 
 from .._enums import BrowserMode, RenderError
 from .memory import browser_pss_mb
 from .routes import Fetcher, Served
 from .visit import VIEWPORT, Rendered, Visit, short
 
-__all__ = ["Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
+__all__ = ["BrowserChoice", "Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
 
 LAUNCH_ARGS = [
     "--no-sandbox",  # we run as root in containers; the pages' scripts still run in a renderer process
@@ -66,14 +67,20 @@ def find_chromium(explicit: str | os.PathLike | None = None) -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | None, str | None]:
-    """(mode, chromium path, why the browser is off) for the options a user gave.
+class BrowserChoice(NamedTuple):
+    mode: BrowserMode
+    chromium: str | None  # its path
+    problem: str | None  # why the browser is off
+
+
+def resolve(mode: str, chromium: str | None = None) -> BrowserChoice:
+    """The browser a run uses for the options a user gave.
 
     `auto` without a usable chromium or Playwright becomes `never`, with the reason.
     """
     mode = BrowserMode(mode)
     if mode is BrowserMode.NEVER:
-        return mode, None, None
+        return BrowserChoice(mode, None, None)
     path = find_chromium(chromium)
     problem = None
     if path is None:
@@ -89,8 +96,8 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
     except ValueError:
         problem = problem or f"MIRROR_BROWSER_MEMORY_MB={os.environ['MIRROR_BROWSER_MEMORY_MB']!r}: not a number of megabytes"
     if problem:
-        return BrowserMode.NEVER, None, problem
-    return mode, path, None
+        return BrowserChoice(BrowserMode.NEVER, None, problem)
+    return BrowserChoice(mode, path, None)
 
 
 def default_tabs() -> int:

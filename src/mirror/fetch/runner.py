@@ -300,7 +300,7 @@ class _Run:
             # --refresh asks again for what an unchanged page's images lacked (a weekly check does not: a 404 stays one)
             retry = self.archive.failed_resources_of(page.url)
             if retry is not None:
-                self.image_tasks.append(asyncio.create_task(self.page_resources(page.url, *retry)))
+                self.image_tasks.append(asyncio.create_task(self.page_resources(*retry)))
 
     def count(self, page: PageToFetch, result: PageResult, recorded: PageStatus | None) -> None:
         summary = self.summary

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import lxml.html
 
 from .._types import Link
-from .imports import Row, as_links, skip_comments, source_lines
+from .imports import ExportRow, as_links, skip_comments, source_lines
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
@@ -73,7 +73,7 @@ def _linked(root) -> list:
     return [] if root is None else [a for a in root.iter("a") if (a.get("href") or "").strip()]
 
 
-def _rows(root, anchors: list, headings: dict, lines: list[int]) -> Iterator[Row]:
+def _rows(root, anchors: list, headings: dict, lines: list[int]) -> Iterator[ExportRow]:
     """The anchors' rows (on their `lines`), made as they are taken: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
     named: dict = {}  # heading -> its text, read once however many links follow it
@@ -83,7 +83,7 @@ def _rows(root, anchors: list, headings: dict, lines: list[int]) -> Iterator[Row
         title = (anchor.text or "") if len(anchor) == 0 else _text(anchor)  # (no child: its text is all of it)
         section = _section(anchor, headings[anchor], named, folders)
         get = anchor.get  # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
-        yield (get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date")
+        yield ExportRow((get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date"))
 
 
 def _closed(text: str) -> str:

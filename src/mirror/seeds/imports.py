@@ -13,12 +13,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
+from typing import NamedTuple
 
 from .. import urls
 from .._types import Link
 from .links import _link
 
-__all__ = ["feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]
+__all__ = ["ExportRow", "as_links", "feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]
 
 _XML_DECLARATION = re.compile(r"\s*<\?xml[^>]*>", re.I)
 _FEED_ROOT = re.compile(r"<(rss|feed|opml|rdf:RDF)\b", re.I)
@@ -133,15 +134,25 @@ def _tags(value: str | tuple[str, ...]) -> str | None:
     return ", ".join(dict.fromkeys(t for t in items if t)) or None
 
 
-Row = tuple  # (href, line, col, title, section, tags, added): a link as an export writes it
+class ExportRow(NamedTuple):
+    """A link as an export writes it, before it is read as a Link (`as_links`). A JSON export's
+    fields may hold anything: they are read as text there."""
+
+    href: str
+    line: int
+    col: int
+    title: object
+    section: object  # its folder, collection or feed
+    tags: object  # a string of them, a feed's tuple of them, a JSON export's list
+    added: object  # when it was saved, as the export wrote it
 
 
-def as_links(rows: Iterable[Row], seed: str) -> list[Link]:
+def as_links(rows: Iterable[ExportRow], seed: str) -> list[Link]:
     """An export's rows as the links of `seed`, in order."""
     return [_link(url, written, seed, *rest) for url, written, *rest in _fields_of(rows)]
 
 
-def _fields_of(rows: Iterable[Row]) -> list[tuple]:
+def _fields_of(rows: Iterable[ExportRow]) -> list[tuple]:
     """Each row's Link fields but its seed, in Link's order:
     url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
     fields = []
@@ -171,7 +182,7 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
     return as_links(_csv_rows(text, seed, warn), seed)
 
 
-def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
+def _json_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
     try:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -185,7 +196,7 @@ def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
     if not isinstance(items, list):
         warn(f"{seed}: JSON holding no list of bookmarks; no links read")
         return []
-    rows: list[Row] = []
+    rows: list[ExportRow] = []
     for number, item in enumerate(items, 1):
         keys = _keys(tuple(item)) if isinstance(item, dict) else None
         href = str(item.get(keys[0]) or "").strip() if keys else ""
@@ -193,7 +204,7 @@ def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
             warn(f"{seed}: item {number} has no URL; skipped")
             continue
         get = item.get
-        rows.append((href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
+        rows.append(ExportRow(href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
     return rows
 
 
@@ -203,7 +214,7 @@ def _keys(item: tuple) -> tuple[str, str, str, str]:
     return tuple(_first(item, names) for names in (_URL_COLUMNS, _TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS))
 
 
-def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
+def _csv_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
     """The rows of a CSV, columns found by their header's names (the last of two alike, as
     `csv.DictReader` reads them). A field may be as long as the file (the csv module's own limit
     is 128 KiB, and process-wide: the caller's is put back); a line that cannot be read ends the
@@ -218,7 +229,7 @@ def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
 _FIELD_LIMIT = 2**31 - 1  # (the largest a C long takes everywhere)
 
 
-def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
+def _csv_rows_read(reader, seed: str, warn: Warn) -> list[ExportRow]:
     try:
         header = next(reader, None) or []
     except csv.Error as exc:
@@ -233,7 +244,7 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
     title, tags, added, section = (
         next((columns[c] for c in names if c in columns), None) for names in (_TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS, _SECTION_COLUMNS)
     )
-    rows: list[Row] = []
+    rows: list[ExportRow] = []
     while True:
         try:
             values = next(reader)
@@ -250,7 +261,7 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
             warn(f"{seed}: line {reader.line_num} has no URL; skipped")
             continue
         rows.append(
-            (
+            ExportRow(
                 href,
                 reader.line_num,
                 1,
@@ -354,7 +365,7 @@ def _section_of(root) -> str | None:
     return _child_text(next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root), "title")
 
 
-def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[ExportRow]:
     """The rows of the feed's `entries` (on their `lines`)."""
     section = _section_of(root)
     tag_elements, read = TAG_ELEMENTS, READ_ELEMENTS
@@ -382,17 +393,17 @@ def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base:
             continue
         added = next((texts[name] for name in DATE_ELEMENTS if name in texts), None)
         href = href.strip()
-        yield _joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added
+        yield ExportRow(_joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added)
 
 
-def _outlines(outlines: list, lines: list[int], base: str | None) -> Iterator[Row]:
+def _outlines(outlines: list, lines: list[int], base: str | None) -> Iterator[ExportRow]:
     for number, (outline, line) in enumerate(zip(outlines, lines, strict=True), 1):
         href = outline.get("htmlUrl") or outline.get("xmlUrl") or outline.get("url")
         if not href:
             continue  # a folder
         parent = outline.getparent()
         folder = parent.get("text") or parent.get("title") if parent is not None and _local(parent.tag) == "outline" else None
-        yield _joined(base, href.strip()), line, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
+        yield ExportRow(_joined(base, href.strip()), line, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None)
 
 
 def _joined(base: str | None, href: str) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
+from .._types import CapturedPage, CaptureKind, PageResources, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
 from .schema import article_markdown
 
 __all__ = [
@@ -143,10 +143,10 @@ class PipelineReads:
             for row in rows
         ]
 
-    def captured_pages(self) -> list[tuple[str, str, WarcLocation]]:
-        """(url, final_url, capture) of every page with a saved copy."""
+    def captured_pages(self) -> list[CapturedPage]:
+        """Every page with a saved copy."""
         rows = self.db.query("select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url")
-        return [(r["url"], r["final_url"] or r["url"], warc_location(r)) for r in rows]
+        return [CapturedPage(r["url"], r["final_url"] or r["url"], WarcLocation(r["warc_file"], r["warc_offset"], r["warc_length"])) for r in rows]
 
     def statuses_of(self, urls: list[str]) -> dict[str, int]:
         """How many of these pages have each status."""
@@ -195,9 +195,9 @@ class PipelineReads:
         )
         return warc_location(row) if row else None
 
-    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[tuple[str, str, list[str], list[str]]]:
-        """(url, final_url, image URLs, stylesheet URLs) of archived articles whose images or
-        stylesheets are not all fetched (a stopped run, a re-extraction), among `only` when given."""
+    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[PageResources]:
+        """The archived articles whose images or stylesheets are not all fetched (a stopped run, a
+        re-extraction), among `only` when given."""
         rows = self.db.query(
             "select url, final_url, images, stylesheets from pages where status = ? "
             "and (images is not null or stylesheets is not null) and resources_at is null",
@@ -206,15 +206,17 @@ class PipelineReads:
         if only is not None:
             wanted = set(only)
             rows = (r for r in rows if r["url"] in wanted)
-        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows]
+        return [
+            PageResources(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows
+        ]
 
-    def failed_resources_of(self, url: str) -> tuple[str, list[str], list[str]] | None:
-        """(final_url, image URLs, stylesheet URLs) of an archived article some of whose resources
-        failed (a host that was down, a name that did not exist), for a refresh to ask again."""
+    def failed_resources_of(self, url: str) -> PageResources | None:
+        """The resources of an archived article some of which failed (a host that was down, a name
+        that did not exist), for a refresh to ask again."""
         if self.db.execute("select 1 from resources where page_url = ? and status = ? limit 1", [url, ResourceStatus.FAILED]).fetchone() is None:
             return None
         row = self.db.execute("select final_url, images, stylesheets from pages where url = ? and status = ?", [url, PageStatus.ARCHIVED]).fetchone()
-        return (row[0] or url, json.loads(row[1] or "[]"), json.loads(row[2] or "[]")) if row else None
+        return PageResources(url, row[0] or url, json.loads(row[1] or "[]"), json.loads(row[2] or "[]")) if row else None
 
     def archived_resource_urls(self) -> set[str]:
         return archived_resource_urls(self.db)
