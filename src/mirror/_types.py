@@ -176,7 +176,7 @@ class Extraction:
     note: str | None = None  # what went wrong while extracting, for a person (`pages.extract_note`)
     canonical: str | None = None  # the URL the page declares as its own (rel=canonical, og:url), when another
 
-    def as_row(self) -> dict:
+    def as_row(self) -> dict[str, object]:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
         row["extract_note"] = row.pop("note")

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import urls
 from .._types import Link
@@ -34,12 +34,13 @@ _TAG_COLUMNS = ("tags", "tag", "labels")
 _DATE_COLUMNS = ("time_added", "created", "timestamp", "time", "date", "added", "created_at")
 _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
+Element = Any  # an lxml element (lxml has no type information)
 _UNIX = re.compile(r"(\d{9,11})(\.\d+)?")  # (int() reads any digits: the result is written in ASCII)
 # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write; a valid clock, or the slow path decides
-_RFC822_DAY = r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4})"
-_CLOCK = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
-_RFC822 = re.compile(rf"{_RFC822_DAY} ({_CLOCK}) ([A-Za-z]+|[+-]\d{{4}})", re.ASCII)
-_RFC822_DAY, _CLOCK = re.compile(_RFC822_DAY, re.ASCII), re.compile(_CLOCK, re.ASCII)
+_DAY_PATTERN = r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4})"
+_CLOCK_PATTERN = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+_RFC822 = re.compile(rf"{_DAY_PATTERN} ({_CLOCK_PATTERN}) ([A-Za-z]+|[+-]\d{{4}})", re.ASCII)
+_RFC822_DAY, _CLOCK = re.compile(_DAY_PATTERN, re.ASCII), re.compile(_CLOCK_PATTERN, re.ASCII)
 _MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _TWO = tuple(f"{n:02d}" for n in range(60))
@@ -149,14 +150,18 @@ class ExportRow(NamedTuple):
 
 def as_links(rows: Iterable[ExportRow], seed: str) -> list[Link]:
     """An export's rows as the links of `seed`, in order."""
-    return [_link(url, written, seed, *rest) for url, written, *rest in _fields_of(rows)]
+    return [_link(fields[0], fields[1], seed, *fields[2:]) for fields in _fields_of(rows)]
 
 
-def _fields_of(rows: Iterable[ExportRow]) -> list[tuple]:
+# a Link's fields but its seed, in its order (`links._link`)
+_LinkFields = tuple[str, str, int, int, str | None, str | None, str | None, tuple[str, ...], str | None, str | None]
+
+
+def _fields_of(rows: Iterable[ExportRow]) -> list[_LinkFields]:
     """Each row's Link fields but its seed, in Link's order:
     url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
-    fields = []
-    sections: dict = {}  # an export's few folders, each tidied once
+    fields: list[_LinkFields] = []
+    sections: dict[str, str | None] = {}  # an export's few folders, each tidied once
     for href, line, col, title, section, tags, added in rows:
         url, reason = urls.normalize_plain(href), None  # nearly every link: one match
         if url is None:
@@ -200,7 +205,7 @@ def _json_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
     for number, item in enumerate(items, 1):
         keys = _keys(tuple(item)) if isinstance(item, dict) else None
         href = str(item.get(keys[0]) or "").strip() if keys else ""
-        if not href:
+        if keys is None or not href:
             warn(f"{seed}: item {number} has no URL; skipped")
             continue
         get = item.get
@@ -209,9 +214,9 @@ def _json_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
 
 
 @functools.lru_cache(maxsize=256)  # an export's items share a few shapes
-def _keys(item: tuple) -> tuple[str, str, str, str]:
+def _keys(item: tuple[str, ...]) -> tuple[str, str, str, str]:
     """The keys of an item's URL, title, tags and date, whatever their case."""
-    return tuple(_first(item, names) for names in (_URL_COLUMNS, _TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS))
+    return _first(item, _URL_COLUMNS), _first(item, _TITLE_COLUMNS), _first(item, _TAG_COLUMNS), _first(item, _DATE_COLUMNS)
 
 
 def _csv_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
@@ -229,7 +234,7 @@ def _csv_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
 _FIELD_LIMIT = 2**31 - 1  # (the largest a C long takes everywhere)
 
 
-def _csv_rows_read(reader, seed: str, warn: Warn) -> list[ExportRow]:
+def _csv_rows_read(reader: Any, seed: str, warn: Warn) -> list[ExportRow]:  # (csv's reader type is private)
     try:
         header = next(reader, None) or []
     except csv.Error as exc:
@@ -304,13 +309,13 @@ def feed_kind(text: str) -> str | None:
 def skip_comments(text: str, position: int = 0) -> int:
     """Where `text` goes on after the white space and comments from `position` (each read once)."""
     while True:
-        position = _SPACE.match(text, position).end()
+        position = space.end() if (space := _SPACE.match(text, position)) else position  # (`\s*` always matches)
         if not text.startswith("<!--", position) or (end := text.find("-->", position + 4)) == -1:
             return position
         position = end + 3
 
 
-def source_lines(elements: list, data: bytes, parse: Callable[[bytes], list]) -> list[int]:
+def source_lines(elements: list[Element], data: bytes, parse: Callable[[bytes], list[Element]]) -> list[int]:
     """Each element's line in `data`. libxml2 keeps a line up to LINE_MOST (past it an HTML
     element's is LINE_MOST, an XML one's the line of the text in it): past it, `data` is parsed
     again (`parse` gives the same elements of the new tree) with the line breaks before a window
@@ -340,7 +345,7 @@ def source_lines(elements: list, data: bytes, parse: Callable[[bytes], list]) ->
 _WINDOW = LINE_MOST - 1_000  # line breaks a window moves on (it begins a little before the last one ended)
 
 
-def _feed_root(data: bytes, encoding: str | None) -> tuple[object, str | None]:
+def _feed_root(data: bytes, encoding: str | None) -> tuple[Element | None, str | None]:
     """The feed's root element, or None and why."""
     import lxml.etree
 
@@ -352,26 +357,27 @@ def _feed_root(data: bytes, encoding: str | None) -> tuple[object, str | None]:
     return root, None if root is not None else "not a feed"
 
 
-def _feed_entries(root) -> list:
+def _feed_entries(root: Element | None) -> list[Element]:
     return [] if root is None else list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
-def _outline_elements(root) -> list:
+def _outline_elements(root: Element | None) -> list[Element]:
     return [] if root is None else [e for e in root.iter() if _local(e.tag) == "outline"]
 
 
-def _section_of(root) -> str | None:
+def _section_of(root: Element) -> str | None:
     """The feed's title."""
     return _child_text(next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root), "title")
 
 
-def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[ExportRow]:
+def _entries(root: Element, entries: list[Element], lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[ExportRow]:
     """The rows of the feed's `entries` (on their `lines`)."""
     section = _section_of(root)
     tag_elements, read = TAG_ELEMENTS, READ_ELEMENTS
     for number, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
-        href, tags = None, []
+        href: str | None = None
+        tags: list[str] = []
         for child in entry:
             name = child.tag
             if name.__class__ is not str:  # (a comment's or instruction's tag is a function)
@@ -396,7 +402,7 @@ def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base:
         yield ExportRow(_joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added)
 
 
-def _outlines(outlines: list, lines: list[int], base: str | None) -> Iterator[ExportRow]:
+def _outlines(outlines: list[Element], lines: list[int], base: str | None) -> Iterator[ExportRow]:
     for number, (outline, line) in enumerate(zip(outlines, lines, strict=True), 1):
         href = outline.get("htmlUrl") or outline.get("xmlUrl") or outline.get("url")
         if not href:
@@ -422,13 +428,13 @@ def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _child_text(element, name: str) -> str | None:
+def _child_text(element: Element, name: str) -> str | None:
     for child in element:
         if _local(child.tag) == name and (child.text or "").strip():
             return " ".join(child.text.split())
     return None
 
 
-def _first(item: dict, names: tuple[str, ...]) -> str:
-    lowered = {str(k).lower(): k for k in item}
+def _first(item: Iterable[str], names: tuple[str, ...]) -> str:
+    lowered = {k.lower(): k for k in item}
     return next((lowered[n] for n in names if n in lowered), names[0])

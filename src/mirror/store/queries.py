@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -17,6 +17,7 @@ from .._types import CapturedPage, CaptureKind, PageResources, PageStatus, PageT
 from .schema import article_markdown
 
 __all__ = [
+    "Row",
     "archived_resource_urls",
     "attempts_of",
     "find_page",
@@ -29,7 +30,10 @@ __all__ = [
 ]
 
 
-def warc_location(row: Mapping, prefix: str = "") -> WarcLocation | None:
+Row = dict[str, Any]  # a database row as sqlite-utils reads it: column -> value
+
+
+def warc_location(row: Mapping[str, Any], prefix: str = "") -> WarcLocation | None:
     """The capture a row's `warc_file` / `warc_offset` / `warc_length` point at (None: no capture)."""
     file = row[f"{prefix}warc_file"]
     return WarcLocation(file, row[f"{prefix}warc_offset"], row[f"{prefix}warc_length"]) if file else None
@@ -44,18 +48,18 @@ def warc_values(location: WarcLocation | None, prefix: str = "") -> dict[str, ob
     }
 
 
-def page_by_id(db: sqlite_utils.Database, page_id: int) -> dict | None:
+def page_by_id(db: sqlite_utils.Database, page_id: int) -> Row | None:
     return with_markdown(next(db.query("select * from pages where id = ?", [page_id]), None))
 
 
-def with_markdown(page: dict | None) -> dict | None:
+def with_markdown(page: Row | None) -> Row | None:
     """A page row with its article's Markdown (`markdown`) read from the compressed column."""
     if page is not None:
         page["markdown"] = article_markdown(page.pop("markdown_z", None)) if "markdown_z" in page else page.get("markdown")
     return page
 
 
-def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> dict | None:
+def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> Row | None:
     """A page by its id, its URL (as written or `normalized`) or where it ended up."""
     return with_markdown(
         next(
@@ -69,12 +73,12 @@ def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None
     )
 
 
-def origins(db: sqlite_utils.Database, url: str) -> list[dict]:
+def origins(db: sqlite_utils.Database, url: str) -> list[Row]:
     """The seed lines that link to a page."""
     return list(db.query("select seed, line, section, title from links where url = ? order by seed, line", [url]))
 
 
-def attempts_of(db: sqlite_utils.Database, url: str) -> list[dict]:
+def attempts_of(db: sqlite_utils.Database, url: str) -> list[Row]:
     """A page's request history, newest first."""
     return list(
         db.query(
@@ -88,7 +92,7 @@ def archived_resource_urls(db: sqlite_utils.Database) -> set[str]:
     return {r["url"] for r in db.query("select distinct url from resources where status = ?", [ResourceStatus.ARCHIVED])}
 
 
-def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
+def latest_resource(db: sqlite_utils.Database, url: str) -> Row | None:
     """The newest archived capture of a resource (image, stylesheet, font) at `url`."""
     return next(
         db.query(
@@ -102,7 +106,10 @@ def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
 class PipelineReads:
     """What the runs ask an `Archive` (mixed into it)."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
 
     def pages_to_fetch(
         self, *, retry_failed: bool = False, refresh: bool = False, only: Iterable[str] | None = None, linked: bool = True
@@ -153,7 +160,7 @@ class PipelineReads:
         rows = self.db.execute("select status, count(*) from pages where url in (select value from json_each(?)) group by status", [json.dumps(urls)])
         return dict(rows.fetchall())
 
-    def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[dict]:
+    def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[Row]:
         """Pages whose latest HTTP capture no browser has rendered (a run without one made it):
         candidates the run judges by the evidence in their capture (`browser.decide`).
 
