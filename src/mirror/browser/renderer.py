@@ -19,12 +19,15 @@ import shutil
 from collections import Counter
 from http.cookiejar import Cookie
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._enums import BrowserMode, RenderError
 from .memory import browser_pss_mb
 from .routes import Fetcher, Served
 from .visit import VIEWPORT, Rendered, Visit, short
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Playwright
 
 __all__ = ["BrowserChoice", "Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
 
@@ -140,8 +143,8 @@ class Renderer:
         self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
-        self._playwright = None
-        self._browser = None
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
         self._rendered = 0
         self._retire: str | None = None  # why the current browser is to be replaced once its tabs are done
         self._using: Counter = Counter()  # browser -> renders in it now
@@ -277,6 +280,8 @@ class Renderer:
 
     async def _stop_browser(self) -> None:
         browser, self._browser = self._browser, None
+        if browser is None:
+            return
         try:
             async with asyncio.timeout(10):
                 await browser.close()

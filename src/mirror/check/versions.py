@@ -32,6 +32,10 @@ class Before:
             else None
         )
         self.db, self.url, self.had_capture = db, url, had_capture
+        self.final_url: str | None
+        self.status: str | None
+        self.capture: str | None
+        self.render_basis: str | None
         self.final_url, file, offset, self.status, self.capture, self.render_basis = row if row else (None,) * 6
         saved = (
             db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?", [url, file, offset]).fetchone()

@@ -43,7 +43,7 @@ def serve(
     _check_port_free(host, port)
     # the plugin answers, on a loopback socket, only loopback host names and these (DNS rebinding)
     plugins = {"plugins": {"mirror": {"allow_hosts": list(allow_host or ())}}}
-    options = {"settings": SETTINGS}
+    options: dict[str, object] = {"settings": SETTINGS}
     options |= {"config": plugins} if "config" in inspect.signature(Datasette).parameters else {"metadata": plugins}  # 1.0 | 0.65
     if os.access(archive, os.W_OK):
         datasette = Datasette([str(db_path)], **options)

@@ -149,7 +149,8 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
 
     html = decode_html(body, content_type)
     tree = load_html(html)
-    document = meta = None
+    document: Document | None = None
+    meta: Document | None = None
     requisites: list[str] = []
     base = url
     declared = None
@@ -169,13 +170,14 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             tree, marked = load_html(html), []
         flatten_inline_code(tree)
         try:
-            document = bare_extraction(tree, options=options)  # works on a copy of the tree
+            extracted = bare_extraction(tree, options=options)  # works on a copy of the tree
+            document = extracted if isinstance(extracted, Document) else None  # (not as_dict)
         except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
             document = None
-    has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
-    if not has_text:
+    article, comments = (document.body, document.commentsbody) if document is not None else (None, None)
+    if article is None or not "".join(article.itertext()).strip():
         return Extraction(
-            status="no_text",
+            status=PageStatus.NO_TEXT,
             kind="html",
             title=getattr(meta, "title", None) or _html_title(html),
             description=getattr(meta, "description", None),
@@ -183,11 +185,11 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             language=_language(html, ""),
             stylesheets=requisites,
         )
-    text, markdown, images = render_article(document.body, document.commentsbody, marked, base)
+    text, markdown, images = render_article(article, comments, marked, base)
     document = meta if meta is not None else Document()
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
-        status="archived",
+        status=PageStatus.ARCHIVED,
         kind="html",
         title=document.title or _html_title(html),
         author=document.author,
@@ -248,7 +250,7 @@ def _extract_pdf(body: bytes) -> Extraction:
     try:
         reader = PdfReader(io.BytesIO(body))
         pages = [page.extract_text() or "" for page in reader.pages]
-        info = reader.metadata or {}
+        info = reader.metadata  # (None: no title or author)
     except (PdfReadError, ValueError, KeyError, TypeError, OSError):
         return Extraction(status=PageStatus.NO_TEXT, kind="pdf")
     text = "\n\n".join(p.strip() for p in pages if p.strip())

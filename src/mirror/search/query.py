@@ -9,7 +9,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from .._enums import PageStatus
 from .._fts import FTS_TABLE
@@ -30,6 +30,19 @@ _CHECK_EVERY = 2000  # SQLite steps between two looks at the clock
 _MARK_START, _MARK_END = "\x02", "\x03"
 
 
+class HitJson(TypedDict):
+    """A hit as JSON writes it (`mirror search --json`, the plugin's JSON)."""
+
+    id: int
+    url: str
+    title: str | None
+    sitename: str | None
+    date: str | None
+    snippet: str  # matches marked as asked
+    score: float
+    health: str | None
+
+
 class Hit(NamedTuple):  # (not a dataclass: `import dataclasses` costs `mirror search` 10-15 ms)
     id: int  # pages.id: the reader view is /-/mirror/page/<id>
     url: str
@@ -45,7 +58,7 @@ class Hit(NamedTuple):  # (not a dataclass: `import dataclasses` costs `mirror s
         """The live page is gone, a soft 404 or blocked: this hit is the saved copy only."""
         return self.health in ("gone", "soft_404", "blocked")
 
-    def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> dict[str, object]:
+    def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> HitJson:
         return {
             "id": self.id,
             "url": self.url,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -52,6 +52,10 @@ def page_by_id(db: sqlite_utils.Database, page_id: int) -> Row | None:
     return with_markdown(next(db.query("select * from pages where id = ?", [page_id]), None))
 
 
+@overload
+def with_markdown(page: Row) -> Row: ...
+@overload
+def with_markdown(page: None) -> None: ...
 def with_markdown(page: Row | None) -> Row | None:
     """A page row with its article's Markdown (`markdown`) read from the compressed column."""
     if page is not None:
