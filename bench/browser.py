@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import report  # noqa: E402
-from loopback import corpus_pages, page_urls  # noqa: E402
-from throughput import start_web  # noqa: E402
+from _measure import report
+from loopback import corpus_pages, page_urls
+from throughput import start_web
 
-from mirror.browser import find_chromium  # noqa: E402
-from mirror.browser.memory import descendants, is_browser, pss_mb  # noqa: E402
+from mirror.browser import find_chromium
+from mirror.browser.memory import descendants, is_browser, pss_mb
 
 
 class BrowserMemory:
@@ -132,7 +132,8 @@ def main() -> None:
     rows = [
         (
             "pages",
-            f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency), --browser-tabs {args.tabs}",
+            f"{args.pages} ({len(corpus_pages())} distinct real pages, {args.hosts} hosts, {args.latency_ms:g} ms latency),"
+            f" --browser-tabs {args.tabs}",
         ),
         ("--browser never", f"{args.pages / plain['wall']:.1f} pages/s ({plain['wall']:.1f} s)"),
         (

@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import report  # noqa: E402
-from loopback import page_urls  # noqa: E402
-from throughput import measured_run, mirror_command, start_web  # noqa: E402
+from _measure import report
+from loopback import page_urls
+from throughput import measured_run, mirror_command, start_web
 
 GOAL_BYTES = 1024  # added to the archive per unchanged page
 

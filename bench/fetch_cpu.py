@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import report  # noqa: E402
-from loopback import page_urls  # noqa: E402
-from throughput import mirror_command, process_cpu, start_web  # noqa: E402
+from _measure import report
+from loopback import page_urls
+from throughput import mirror_command, process_cpu, start_web
 
 ROOT = Path(__file__).resolve().parents[1]
 

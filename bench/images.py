@@ -13,7 +13,8 @@ truth writes formulas as TeX and trafilatura recovers Wikipedia's from its MathM
 Readability keeps them as images; whether a formula is shown as an image or as TeX is not what
 this measures. Author photos (an image whose class or id, or a near ancestor's, names an avatar,
 an author or a byline) are not the article's images either: the issue keeps them out, Readability
-keeps some; they leave the truth and count against precision where shown. Dragnet's ground truth is text only, so it has no image measure (bench/quality.py scores its text).
+keeps some; they leave the truth and count against precision where shown. Dragnet's ground truth
+is text only, so it has no image measure (bench/quality.py scores its text).
 
 An image is one picture, however many URLs name it: the page's `<figure>` (else its
 `<picture>`, else the `<img>`) is the picture, and every URL of its `src`, `srcset`, `<source>`,

@@ -112,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/__served":
             body = f"{Handler.served} {Handler.images_served}".encode()
             self.send_response(200)

@@ -176,7 +176,8 @@ def main() -> None:
         rows.append(
             (
                 f"{name}: extraction CPU ms/page (provisional on a shared machine)",
-                f"mirror {result['ms']['mirror']:.1f} (text, markdown and metadata) · trafilatura default {result['ms']['trafilatura']:.1f} (text only)",
+                f"mirror {result['ms']['mirror']:.1f} (text, markdown and metadata)"
+                f" · trafilatura default {result['ms']['trafilatura']:.1f} (text only)",
             )
         )
         for field in ("title", "author", "date"):

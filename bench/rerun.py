@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import measure, percentile, report  # noqa: E402
+from _measure import measure, percentile, report
 
 
 def main() -> None:

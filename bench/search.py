@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import measure, percentile, report  # noqa: E402
-from loopback import CORPUS, corpus_pages, page_urls, serve  # noqa: E402
+from _measure import measure, percentile, report
+from loopback import CORPUS, corpus_pages, page_urls, serve
 
 QUERIES = {
     "zh 1 char": ["国", "的", "人"],  # in most articles (issue 29: the tail)

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import percentile, report  # noqa: E402
-from search import QUERIES, build  # noqa: E402
+from _measure import percentile, report
+from search import QUERIES, build
 
 
 def run_search(folder: Path, query: str, *extra: str, src: Path | None = None) -> subprocess.CompletedProcess:

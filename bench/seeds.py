@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import report  # noqa: E402
+from _measure import report
 
-from mirror.seeds import read_seeds  # noqa: E402
-from mirror.store import Archive  # noqa: E402
+from mirror.seeds import read_seeds
+from mirror.store import Archive
 
 
 def shapes(n: int) -> dict[str, tuple[str, str]]:

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import Measured, measure, report  # noqa: E402
-from loopback import CORPUS, corpus_pages, images_served, page_urls, served  # noqa: E402
+from _measure import Measured, measure, report
+from loopback import CORPUS, corpus_pages, images_served, page_urls, served
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {0.0: 1.4, 50.0: 1.8}  # ratio to trafilatura wanted at each latency

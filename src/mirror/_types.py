@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 from ._enums import (
     ADDED_SEED,
@@ -34,10 +35,12 @@ __all__ = [
     "COMMAND_LINE",
     "BrowserMode",
     "CaptureKind",
+    "CapturedPage",
     "Exchange",
     "Extraction",
     "Link",
     "Outcome",
+    "PageResources",
     "PageResult",
     "PageStatus",
     "PageToFetch",
@@ -76,6 +79,24 @@ class WarcLocation:
     file: str
     offset: int
     length: int
+
+
+class CapturedPage(NamedTuple):
+    """A page with a saved copy, as re-extraction reads it (`Archive.captured_pages`)."""
+
+    url: str
+    final_url: str  # the saved copy's (the last hop of its redirects)
+    location: WarcLocation
+
+
+class PageResources(NamedTuple):
+    """An archived article's images and stylesheets a run fetches after it (`Archive.pages_missing_images`,
+    `Archive.failed_resources_of`)."""
+
+    url: str
+    final_url: str  # what the resources' relative URLs are resolved against
+    images: list[str]
+    stylesheets: list[str]
 
 
 @dataclass(frozen=True)
@@ -150,14 +171,14 @@ class Extraction:
     search_index: tuple[str, ...] | None = None
     # the (title, text, author, sitename) it was made from: the writer uses it only for those
     # (a contentless index takes a page out with the values it went in with; pickled once, shared)
-    indexed_from: tuple | None = None
+    indexed_from: tuple[str | None, str | None, str | None, str | None] | None = None
     # the stylesheets the page links and the URLs its inline CSS loads, found on the tree
     # extraction parses anyway (when asked for: fetch captures them, not stored here)
     stylesheets: list[str] = field(default_factory=list)
     note: str | None = None  # what went wrong while extracting, for a person (`pages.extract_note`)
     canonical: str | None = None  # the URL the page declares as its own (rel=canonical, og:url), when another
 
-    def as_row(self) -> dict:
+    def as_row(self) -> dict[str, object]:
         row = asdict(self)
         row["images"] = json.dumps(self.images) if self.images else None
         row["extract_note"] = row.pop("note")

@@ -79,9 +79,9 @@ def decode(data: bytes, charset: str | None, errors: str = "strict") -> str | No
         info = codecs.lookup(charset.strip())
     except (LookupError, ValueError, TypeError):
         return None
-    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+    if info.name in _NOT_CHARSETS:
         return None
     try:
         return data.decode(info.name, errors)
-    except (UnicodeError, ValueError, LookupError):
+    except (UnicodeError, ValueError, LookupError):  # LookupError: a codec that is not a text encoding (hex, rot13, zlib)
         return None

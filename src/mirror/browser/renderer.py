@@ -19,13 +19,17 @@ import shutil
 from collections import Counter
 from http.cookiejar import Cookie
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._enums import BrowserMode, RenderError
 from .memory import browser_pss_mb
 from .routes import Fetcher, Served
 from .visit import VIEWPORT, Rendered, Visit, short
 
-__all__ = ["Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Playwright
+
+__all__ = ["BrowserChoice", "Renderer", "default_tabs", "find_chromium", "memory_limit_mb", "resolve"]
 
 LAUNCH_ARGS = [
     "--no-sandbox",  # we run as root in containers; the pages' scripts still run in a renderer process
@@ -47,7 +51,9 @@ LAUNCH_ARGS = [
     "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
 ]
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
-MEMORY_MB = 700.0  # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+# the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page
+# in flight meanwhile adds up to ~300 MB, and the bound is 1 GB
+MEMORY_MB = 700.0
 PAGE_MB = 300.0  # what a page in flight may add to MEMORY_MB: past both, the page is stopped (the 1 GB bound)
 MEMORY_POLL = 1.0  # seconds between two looks at the browser's memory during a page
 GRACE = 30.0  # beyond --timeout, for screenshots and closing; past it the browser counts as hung
@@ -64,14 +70,20 @@ def find_chromium(explicit: str | os.PathLike | None = None) -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | None, str | None]:
-    """(mode, chromium path, why the browser is off) for the options a user gave.
+class BrowserChoice(NamedTuple):
+    mode: BrowserMode
+    chromium: str | None  # its path
+    problem: str | None  # why the browser is off
+
+
+def resolve(mode: str, chromium: str | None = None) -> BrowserChoice:
+    """The browser a run uses for the options a user gave.
 
     `auto` without a usable chromium or Playwright becomes `never`, with the reason.
     """
     mode = BrowserMode(mode)
     if mode is BrowserMode.NEVER:
-        return mode, None, None
+        return BrowserChoice(mode, None, None)
     path = find_chromium(chromium)
     problem = None
     if path is None:
@@ -87,8 +99,8 @@ def resolve(mode: str, chromium: str | None = None) -> tuple[BrowserMode, str | 
     except ValueError:
         problem = problem or f"MIRROR_BROWSER_MEMORY_MB={os.environ['MIRROR_BROWSER_MEMORY_MB']!r}: not a number of megabytes"
     if problem:
-        return BrowserMode.NEVER, None, problem
-    return mode, path, None
+        return BrowserChoice(BrowserMode.NEVER, None, problem)
+    return BrowserChoice(mode, path, None)
 
 
 def default_tabs() -> int:
@@ -131,8 +143,8 @@ class Renderer:
         self.restarts = 0  # for memory or age, not counting crashes and hangs
         self._tabs = asyncio.Semaphore(tabs)
         self._lock = asyncio.Lock()
-        self._playwright = None
-        self._browser = None
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
         self._rendered = 0
         self._retire: str | None = None  # why the current browser is to be replaced once its tabs are done
         self._using: Counter = Counter()  # browser -> renders in it now
@@ -268,6 +280,8 @@ class Renderer:
 
     async def _stop_browser(self) -> None:
         browser, self._browser = self._browser, None
+        if browser is None:
+            return
         try:
             async with asyncio.timeout(10):
                 await browser.close()

@@ -10,6 +10,10 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext
 
 __all__ = ["BrowserRequest", "Fetcher", "Routes", "Served"]
 
@@ -46,7 +50,7 @@ _FRAMING = frozenset({"content-encoding", "content-length", "transfer-encoding",
 class Routes:
     """The routing part of a `Visit` (its state is the visit's)."""
 
-    context: object  # the page's browser context
+    context: BrowserContext  # the page's
     result: object  # the `Rendered` the visit fills in
     document: Served  # the page's HTTP capture, served for its first load
     fetch: Fetcher

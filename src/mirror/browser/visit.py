@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._enums import RenderError
 from ..http.blocked import blocked_reason
 from .routes import Fetcher, Routes, Served
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, FloatRect
 
 __all__ = ["FULL_PAGE_MAX_HEIGHT", "VIEWPORT", "Rendered", "Visit", "short"]
 
@@ -79,7 +82,9 @@ class Rules(Protocol):
 class Visit(Routes):
     """One page in one context: load, settle, capture."""
 
-    def __init__(self, renderer: Rules, context, result: Rendered, document: Served, fetch: Fetcher):
+    result: Rendered
+
+    def __init__(self, renderer: Rules, context: BrowserContext, result: Rendered, document: Served, fetch: Fetcher):
         self.renderer, self.context, self.result = renderer, context, result
         self.document, self.fetch = document, fetch
         self.loop = asyncio.get_running_loop()
@@ -118,9 +123,9 @@ class Visit(Routes):
             await asyncio.gather(loading, return_exceptions=True)
         elif isinstance(loading.exception(), PlaywrightTimeout):
             self._timed_out("the page did not load")
-        elif loading.exception() is not None:
-            if "Download is starting" not in str(loading.exception()):
-                raise loading.exception()
+        elif (failed := loading.exception()) is not None:
+            if "Download is starting" not in str(failed):
+                raise failed
             self.counts["download"] = max(self.counts["download"], 1)
             self.result.error = RenderError.FAILED
             self.result.notes.append("the address is a download, not a page")
@@ -203,7 +208,7 @@ class Visit(Routes):
             self.result.screenshot = await page.screenshot(type="png", timeout=shot, animations="disabled")
             height = await page.evaluate("() => document.documentElement.scrollHeight")
             if height > VIEWPORT["height"]:
-                clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, FULL_PAGE_MAX_HEIGHT)}
+                clip: FloatRect = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, FULL_PAGE_MAX_HEIGHT)}
                 self.result.full_screenshot = await page.screenshot(type="png", full_page=True, clip=clip, timeout=shot, animations="disabled")
         except Exception as exc:  # noqa: BLE001 - the DOM is still worth keeping
             self.result.notes.append(f"no screenshot: {short(exc)}")

@@ -103,5 +103,6 @@ def version_capture(db: sqlite_utils.Database, version: dict) -> dict | None:
     """The response record that holds a version's payload: its own, or for a revisit the
     version whose bytes it repeats (None: the check got no answer worth keeping)."""
     if version.get("revisit_of"):
-        version = next(db.query("select * from versions where id = ?", [version["revisit_of"]]), None) or {}
+        revisited = next(db.query("select * from versions where id = ?", [version["revisit_of"]]), None)
+        version = revisited or {}
     return version if version.get("warc_file") else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._types import Extraction, PageResult, PageStatus, Reason, VersionState
 from .._util.similar import changed_fraction, same_text, text_hash
@@ -17,7 +17,7 @@ from .soft404 import sign_in
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = ["DEAD_AFTER", "Before", "bad_answer", "version_state"]
+__all__ = ["DEAD_AFTER", "Before", "VersionFound", "bad_answer", "version_state"]
 
 DEAD_AFTER = 24 * 3600.0  # seconds: a host dead on two checks this far apart has taken its pages with it
 _GONE_STATUSES = frozenset({404, 410})
@@ -33,6 +33,10 @@ class Before:
             else None
         )
         self.db, self.url, self.had_capture = db, url, had_capture
+        self.final_url: str | None
+        self.status: str | None
+        self.capture: str | None
+        self.render_basis: str | None
         self.final_url, file, offset, self.status, self.capture, self.render_basis = row if row else (None,) * 6
         saved = (
             db.execute("select max(id) from versions where page_url = ? and warc_file = ? and warc_offset = ?", [url, file, offset]).fetchone()
@@ -72,9 +76,13 @@ def bad_answer(result: PageResult, extraction: Extraction | None, before: Before
     return None
 
 
-def version_state(
-    result: PageResult, extraction: Extraction | None, before: Before, shell: bool = False
-) -> tuple[VersionState, float | None, str | None]:
+class VersionFound(NamedTuple):
+    state: VersionState
+    changed: float | None  # the share of the text that changed
+    note: str | None  # why, for a person
+
+
+def version_state(result: PageResult, extraction: Extraction | None, before: Before, shell: bool = False) -> VersionFound:
     """What this capture or check found: its state, how much the text changed, and why (for a person).
 
     `shell`: the saved copy is a browser's render, and this is a plain HTTP answer no render
@@ -83,13 +91,13 @@ def version_state(
     final = result.final
     if final.ok:
         if not before.had_capture:
-            return VersionState.FIRST, None, None
+            return VersionFound(VersionState.FIRST, None, None)
         if final.status == 304 or final.revisit:  # (the HTTP status, or revisit_of, says which)
-            return VersionState.SAME, 0.0, None
+            return VersionFound(VersionState.SAME, 0.0, None)
         if shell:
             if extraction is not None and before.render_basis and text_hash(extraction.text) == before.render_basis:
-                return VersionState.SAME, 0.0, "the page's shell is unchanged (its saved copy was rendered in a browser)"
-            return (
+                return VersionFound(VersionState.SAME, 0.0, "the page's shell is unchanged (its saved copy was rendered in a browser)")
+            return VersionFound(
                 VersionState.NEEDS_BROWSER,
                 None,
                 ("the saved copy was rendered in a browser; plain HTTP sees only the page's shell, which changed: check it with the browser"),
@@ -99,20 +107,20 @@ def version_state(
         if changed == 0.0 or same_text(before.text, text):
             moved = final.redirects and before.final_url and not _same_address(final.final_url, before.final_url)
             if moved:
-                return VersionState.MOVED, changed, f"now at {final.final_url[:300]}"
+                return VersionFound(VersionState.MOVED, changed, f"now at {final.final_url[:300]}")
             if changed == 0.0:
-                return VersionState.SAME, 0.0, None
-        return VersionState.CHANGED, changed, None
+                return VersionFound(VersionState.SAME, 0.0, None)
+        return VersionFound(VersionState.CHANGED, changed, None)
     error = final.error
     if error == Reason.SOFT_404:
-        return VersionState.SOFT_404, None, final.message
+        return VersionFound(VersionState.SOFT_404, None, final.message)
     if error == Reason.BLOCKED:
-        return VersionState.BLOCKED, None, final.message
+        return VersionFound(VersionState.BLOCKED, None, final.message)
     if final.status in _GONE_STATUSES:
-        return VersionState.GONE, None, final.message
+        return VersionFound(VersionState.GONE, None, final.message)
     if final.host_dead and before.dead_since and _age(before.dead_since) >= DEAD_AFTER:
-        return VersionState.GONE, None, f"{final.message} (the host has been dead since {before.dead_since})"
-    return VersionState.FAILED, None, final.message
+        return VersionFound(VersionState.GONE, None, f"{final.message} (the host has been dead since {before.dead_since})")
+    return VersionFound(VersionState.FAILED, None, final.message)
 
 
 def _same_address(a: str, b: str) -> bool:

@@ -7,9 +7,9 @@ import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 from .._util.text import strip_controls
 from ..store.folder import ArchiveError
@@ -19,13 +19,15 @@ if TYPE_CHECKING:
 
     from ..seeds.documents import Inventory
     from ..store import Archive
+    from ..store.reader import ArchiveReader
 
 
 class _Console:
     """A rich Console made on first use: `mirror search --json` never loads rich."""
 
-    def __init__(self, **options: object):
-        self._options, self._console = options, None
+    def __init__(self, **options: Any):
+        self._options = options
+        self._console: Console | None = None
 
     def get(self) -> Console:
         if self._console is None:
@@ -34,7 +36,7 @@ class _Console:
             self._console = Console(**self._options)
         return self._console
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:  # (the Console's, whatever it is)
         return getattr(self.get(), name)
 
 
@@ -153,20 +155,37 @@ def read_inventory(sources: list[str] | None) -> Inventory:
 STORAGE_ERRORS = (OSError, sqlite3.Error)
 
 
+@overload
+def open_archive(
+    folder: Path, *, create: bool = False, readonly: Literal[False] = False, lock: bool = False, cleanup: Callable[[], None] = ...
+) -> AbstractContextManager[Archive]: ...
+
+
+@overload
+def open_archive(
+    folder: Path, *, create: bool = False, readonly: Literal[True], lock: Literal[False] = False, cleanup: Callable[[], None] = ...
+) -> AbstractContextManager[ArchiveReader]: ...
+
+
 @contextmanager
 def open_archive(
     folder: Path, *, create: bool = False, readonly: bool = False, lock: bool = False, cleanup: Callable[[], None] = lambda: None
-) -> Iterator[Archive]:
-    """The archive for one command. Whatever goes wrong with the folder or the database, on
+) -> Iterator[Any]:  # (the overloads above say which)
+    """The archive for one command (`readonly`: its database only, for search, show and serve;
+    `lock`: the right to fetch into it). Whatever goes wrong with the folder or the database, on
     opening or while the command works in it, ends in a clear error (exit 1), never a traceback;
     `cleanup` runs first (a progress display to stop, say)."""
     try:
-        if readonly:  # search, show, serve: the database only (the writers bring the seed parser)
-            from ..store.reader import ArchiveReader as opened
+        if readonly:  # the database only (the writers bring the seed parser)
+            from ..store.reader import ArchiveReader
+
+            with ArchiveReader(folder, create=create, readonly=True) as reader:
+                yield reader
         else:
-            from ..store.archive import Archive as opened
-        with opened(folder, create=create, readonly=readonly) as store, store.lock() if lock else nullcontext():
-            yield store
+            from ..store.archive import Archive
+
+            with Archive(folder, create=create) as archive, archive.lock() if lock else nullcontext():
+                yield archive
     except ArchiveError as exc:
         cleanup()
         fail(str(exc))

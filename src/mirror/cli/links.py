@@ -109,7 +109,9 @@ def _links_summary(inventory: Inventory) -> Table:
     """Links, pages and skipped links per seed, for inventories too long to list."""
     from collections import Counter
 
-    links, skipped, pages = Counter(), Counter(), {}
+    links: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    pages: dict[str, set[str]] = {}
     for link in inventory.links:
         links[link.seed] += 1
         skipped[link.seed] += bool(link.skip_reason)

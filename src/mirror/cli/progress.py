@@ -98,7 +98,7 @@ def slowest_in_flight(in_flight: dict[str, float], now: float) -> list[Renderabl
         flying = sorted(in_flight.items(), key=lambda item: item[1])  # (a copy: the fetcher's thread adds to it)
     except RuntimeError:
         return []
-    lines = []
+    lines: list[RenderableType] = []
     for url, since in flying[:IN_FLIGHT_SHOWN]:
         if now - since < SLOW_IN_FLIGHT:
             break

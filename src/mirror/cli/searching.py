@@ -1,83 +1,13 @@
-"""`mirror search` without typer: the search and its output (`search`), and its options read
-from the command line in the forms a person types (`read_options`), so that `mirror search`
-starts without importing typer (90 ms of a search's 150 here; the options as typer declares
-them, for its help and its errors, are `reading.search_command`'s, which calls `search` too). Whatever
-`read_options` is not sure of (help, an unknown or repeated option, a value out of range) it
-leaves to typer, which parses it again and says what is wrong; a test holds the two to the same
-reading of every form this one accepts."""
+"""`mirror search`'s search and its output (`search`), for the typer command in `reading`: the
+hits are written as they are, not through rich, which a search does not import."""
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .._util.text import readable_date, strip_controls
-from ..search import MAX_LIMIT
-from ._common import ARCHIVE_ENV, TerminalStyle, fail, open_archive, print_json, write_out
-
-# option -> (parameter, takes a value); `--archive` also comes from ARCHIVE_ENV
-OPTIONS = {
-    "--archive": ("archive", True),
-    "--limit": ("limit", True),
-    "--json": ("as_json", False),
-    "--site": ("site", True),
-    "--seed": ("seed", True),
-    "--section": ("section", True),
-}
-
-
-def read_options(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, object] | None:
-    """`search`'s parameters from the arguments after `search`, as typer reads them, or None
-    where typer should read them (and say what is wrong with them, if anything is)."""
-    if any(name.startswith("_") and name.endswith("_COMPLETE") for name in environ):
-        return None  # click's shell-completion request: typer answers it
-    given: dict[str, object] = {}
-    words: list[str] = []
-    rest = iter(args)
-    for arg in rest:
-        if arg == "--":
-            words.extend(rest)
-            break
-        if not arg.startswith("-") or arg == "-":
-            words.append(arg)
-            continue
-        name, equals, value = arg.partition("=")
-        if name not in OPTIONS:
-            return None  # --help, -h, a typo: typer's to answer
-        parameter, takes_value = OPTIONS[name]
-        if parameter in given or (equals and not takes_value):
-            return None
-        if takes_value and not equals:
-            value = next(rest, None)
-            if value is None:
-                return None
-        given[parameter] = value if takes_value else True
-    if len(words) != 1:
-        return None
-    archive = given["archive"] if "archive" in given else environ.get(ARCHIVE_ENV) or "archive"  # ("" is the folder here)
-    try:
-        if stat.S_ISREG(os.stat(archive).st_mode):
-            return None  # typer says the folder is a file
-    except OSError:  # (missing, unreadable, a name too long: as typer, the archive's opening says so)
-        pass
-    try:
-        limit = int(given.get("limit", 20))
-    except ValueError:
-        return None
-    if not 1 <= limit <= MAX_LIMIT:
-        return None
-    return {
-        "query": words[0],
-        "archive": Path(archive),
-        "limit": limit,
-        "as_json": bool(given.get("as_json")),
-        "site": given.get("site"),
-        "seed": given.get("seed"),
-        "section": given.get("section"),
-    }
+from ._common import TerminalStyle, fail, open_archive, print_json, write_out
 
 
 def search(query: str, archive: Path, limit: int, as_json: bool, site: str | None, seed: str | None, section: str | None) -> None:

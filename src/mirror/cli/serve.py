@@ -53,7 +53,7 @@ def serve(
     plugins = {"plugins": {"mirror": {"allow_hosts": list(allow_host or ()), "uploads": uploads}}}
     if uploads:
         _setup_uploads(archive, host, port)
-    options = {"settings": SETTINGS}
+    options: dict[str, object] = {"settings": SETTINGS}
     options |= {"config": plugins} if "config" in inspect.signature(Datasette).parameters else {"metadata": plugins}  # 1.0 | 0.65
     if os.access(archive, os.W_OK):
         datasette = Datasette([str(db_path)], **options)

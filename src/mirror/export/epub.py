@@ -19,7 +19,7 @@ from pathlib import Path
 from .._enums import PageStatus
 from .._util.files import replaced_whole
 from .._util.text import readable_date
-from ..store.queries import with_markdown
+from ..store.queries import Row, with_markdown
 from ._images import archived_image
 
 __all__ = ["EpubError", "EpubSummary", "export_epub", "reading_lists"]
@@ -63,8 +63,10 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
             [seed, PageStatus.ARCHIVED.value],
         )
     )
-    seen: set[str] = set()
-    entries = [with_markdown(e) for e in entries if not (e["url"] in seen or seen.add(e["url"]))]
+    first: dict[str, Row] = {}  # a page listed twice: where it is first
+    for entry in entries:
+        first.setdefault(entry["url"], entry)
+    entries = [with_markdown(e) for e in first.values()]
     if not entries:
         raise EpubError(f"reading list {seed!r} has no archived article yet (`mirror fetch {seed}` first)")
     language = Counter(e["language"] or "en" for e in entries).most_common(1)[0][0]
@@ -147,7 +149,7 @@ def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], su
 
     def image(match: re.Match) -> str:
         src = _SRC.search(match[0])
-        alt = html.unescape(_ALT.search(match[0])[1]) if _ALT.search(match[0]) else ""
+        alt = html.unescape(found[1]) if (found := _ALT.search(match[0])) else ""
         url = web_url(html.unescape(src[1]), base) if src else None
         problem = "image not archived"
         if url and url not in images:

@@ -82,8 +82,8 @@ def export_wacz(
     locations = _locations(db, pages, urls)
     out = Path(out)
     summary = WaczSummary(pages=len(pages))
-    with tempfile.TemporaryDirectory(prefix=".mirror-wacz-", dir=out.parent) as work:  # (not out's name: it may be long)
-        work = Path(work)
+    with tempfile.TemporaryDirectory(prefix=".mirror-wacz-", dir=out.parent) as folder:  # (not out's name: it may be long)
+        work = Path(folder)
         warc = work / "mirror-export.warc.gz"
         redirected = {page["url"] for page in pages if page["final_url"] and page["final_url"] != page["url"]}
         subset = copy_records(archive_dir, warc, locations=locations, pages=urls, software=_software(), redirected=redirected)

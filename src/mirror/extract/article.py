@@ -37,45 +37,21 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls bu
 logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
 
 
-def _widen_regex_cache(size: int = 10_000) -> None:
-    """dateparser (htmldate's date parsing) compiles more patterns per page than the
-    `regex` module's 500-entry cache holds, so every page recompiled them: about 30% of
-    extraction time. A larger cache is kept for the life of the worker."""
-    try:
-        import regex._main as regex_main
-
-        regex_main._MAXCACHE = max(regex_main._MAXCACHE, size)
-    except (ImportError, AttributeError):
-        pass
-
-
-_widen_regex_cache()
-
 DATE_LANGUAGES = ["en", "zh", "ja", "ko", "fr", "de", "es", "pt", "it", "ru", "nl"]
 
 
 def _narrow_date_parser() -> None:
-    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of
-    its ~200 locales applicable, and dateparser then tests each locale on each string:
-    more than half of all extraction time. Limited to the languages of the pages we read,
-    the dates found on 230 corpus pages are the same (bench/RESULTS.md) at a fraction of
-    the cost. Numeric and ISO dates never reach dateparser."""
+    """htmldate hands written-out dates ("March 3, 2012") to dateparser with every one of its
+    ~200 locales applicable, and dateparser then loads each locale's data and compiles its
+    patterns: ~2.5 s more CPU for each worker's first pages (htmldate 1.11 sends few strings
+    there after that). Limited to the languages of the pages we read, the dates found on the
+    corpus pages are the same. Numeric and ISO dates never reach dateparser. htmldate makes its
+    parser once and keeps it (`get_external_parser`); `languages` is dateparser's public
+    attribute, the one its own language detection sets."""
     try:
-        from functools import lru_cache
+        from htmldate.extractors import get_external_parser
 
-        import htmldate.extractors as extractors
-
-        default = extractors.get_external_parser
-
-        @functools.cache
-        def narrowed():
-            from dateparser import DateDataParser
-
-            parser = default()
-            settings = getattr(parser, "_settings", None)  # htmldate's own settings, kept
-            return DateDataParser(languages=DATE_LANGUAGES, settings=settings) if settings else parser
-
-        extractors.get_external_parser = narrowed
+        get_external_parser().languages = list(DATE_LANGUAGES)
     except (ImportError, AttributeError):
         pass
 
@@ -175,7 +151,8 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
 
     html = decode_html(body, content_type)
     tree = load_html(html)
-    document = meta = None
+    document: Document | None = None
+    meta: Document | None = None
     requisites: list[str] = []
     base = url
     declared = None
@@ -196,13 +173,14 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             tree, marked = load_html(html), []
         flatten_inline_code(tree)
         try:
-            document = bare_extraction(tree, options=options)  # works on a copy of the tree
+            extracted = bare_extraction(tree, options=options)  # works on a copy of the tree
+            document = extracted if isinstance(extracted, Document) else None  # (not as_dict)
         except Exception:  # noqa: BLE001 - a page trafilatura cannot read has no text, not a crash
             document = None
-    has_text = document is not None and document.body is not None and "".join(document.body.itertext()).strip()
-    if not has_text:
+    article, comments = (document.body, document.commentsbody) if document is not None else (None, None)
+    if article is None or not "".join(article.itertext()).strip():
         return Extraction(
-            status="no_text",
+            status=PageStatus.NO_TEXT,
             kind="html",
             title=getattr(meta, "title", None) or _html_title(html),
             description=getattr(meta, "description", None),
@@ -210,11 +188,11 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
             language=_language(html, ""),
             stylesheets=requisites,
         )
-    text, markdown, images = render_article(document.body, document.commentsbody, marked, base)
+    text, markdown, images = render_article(article, comments, marked, base)
     document = meta if meta is not None else Document()
     tags = [*(document.tags or []), *(document.categories or [])]
     result = Extraction(
-        status="archived",
+        status=PageStatus.ARCHIVED,
         kind="html",
         title=document.title or _html_title(html),
         author=document.author,
@@ -275,7 +253,7 @@ def _extract_pdf(body: bytes) -> Extraction:
     try:
         reader = PdfReader(io.BytesIO(body))
         pages = [page.extract_text() or "" for page in reader.pages]
-        info = reader.metadata or {}
+        info = reader.metadata  # (None: no title or author)
     except (PdfReadError, ValueError, KeyError, TypeError, OSError):
         return Extraction(status=PageStatus.NO_TEXT, kind="pdf")
     text = "\n\n".join(p.strip() for p in pages if p.strip())

@@ -94,7 +94,7 @@ def _referenced(css: str) -> list[str]:
         return [url for _, _, url in _references(_parse(css))]
     plain = _COMMENT.sub("", css) if "/*" in css else css
     plain = _NAMESPACE.sub("", plain) if "@" in plain else plain  # a style attribute has neither
-    return [match[match.lastindex] for match in _reference_matches(plain)]  # one alternative matched: the last group set
+    return [match[match.lastindex or 0] for match in _reference_matches(plain)]  # one alternative matched: the last group set
 
 
 def _reference_matches(css: str) -> Iterator[re.Match]:

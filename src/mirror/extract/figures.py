@@ -163,7 +163,7 @@ class _Page:
         list, a front page's card (not the article's picture)."""
         link = next(img.iterancestors("a"), None)
         href = (link.get("href") or "").strip() if link is not None else ""
-        if not href or href.startswith("#"):
+        if link is None or not href or href.startswith("#"):
             return False
         card = link
         for _ in range(3):

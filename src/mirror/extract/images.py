@@ -11,12 +11,14 @@ so an article's image and its snapshot's are the same archived file.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..urls import web_url
 
 __all__ = [
     "LAZY_ATTRIBUTES",
     "LAZY_SRCSETS",
+    "SrcsetCandidate",
     "TARGET_WIDTH",
     "attribute_image",
     "document_base",
@@ -51,7 +53,13 @@ def usable(value: str | None) -> str | None:
     return None if scheme in ("data", "javascript", "about", "blob", "vbscript") else value
 
 
-def parse_srcset(value: str) -> list[tuple[str, float | None, str | None]]:
+class SrcsetCandidate(NamedTuple):
+    url: str
+    number: float | None  # its width or density (None: 1x)
+    unit: str | None  # "w" or "x"
+
+
+def parse_srcset(value: str) -> list[SrcsetCandidate]:
     """(url, number, unit) of each candidate of a `srcset`, as the HTML standard splits it:
     a URL runs to the first whitespace (commas inside it stay), descriptors to the next comma.
     `unit` is "w" or "x"; a candidate without a descriptor is (url, None, None), i.e. 1x."""
@@ -79,11 +87,11 @@ def parse_srcset(value: str) -> list[tuple[str, float | None, str | None]]:
             if match:
                 number, unit = float(match[1]), match[2].lower()
         if usable(url):
-            candidates.append((url, number, unit))
+            candidates.append(SrcsetCandidate(url, number, unit))
     return candidates
 
 
-def _pick(candidates: list[tuple[str, float | None, str | None]]) -> str | None:
+def _pick(candidates: list[SrcsetCandidate]) -> str | None:
     """One sensible candidate: the widest no wider than TARGET_WIDTH (else the narrowest);
     for densities, the highest up to 2x (else the lowest)."""
     if not candidates:

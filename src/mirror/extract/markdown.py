@@ -10,11 +10,12 @@ markers and captions.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..urls import web_url
 from .figures import CAPTION, IMAGE_MARK, mark_number
 
-__all__ = ["flatten_inline_code", "header_rows", "render_article", "serialize"]
+__all__ = ["RenderedArticle", "flatten_inline_code", "header_rows", "render_article", "serialize"]
 
 _WORD = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+"
@@ -46,7 +47,13 @@ def flatten_inline_code(tree) -> None:
 _SPACES = re.compile(r"\s+")
 
 
-def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> tuple[str, str, list[str]]:
+class RenderedArticle(NamedTuple):
+    text: str  # plain: no links, emphasis, images or captions
+    markdown: str
+    images: list[str]  # the URLs of the images it shows, in order
+
+
+def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> RenderedArticle:
     """(text, Markdown, image URLs shown) of an article extracted with links and
     formatting on from a tree with image markers: the text without links, emphasis,
     markers or captions; the Markdown with them, the markers become images. Takes the trees apart."""
@@ -71,9 +78,9 @@ def render_article(body, comments, marked: list[tuple[str, str]], url: str) -> t
     markdown = unindent("\n".join(filter(None, [markdown, tail])))
     text = serialize([body, comments], markdown=False)
     if not marked:  # no markers on this page: any such characters are its own text
-        return text, markdown, shown
+        return RenderedArticle(text, markdown, shown)
     text = _BLANK_LINE.sub("", IMAGE_MARK.sub("", CAPTION.sub("", text))).strip()  # the lines a caption or an image held
-    return text, CAPTION.sub(r"\1", markdown), shown
+    return RenderedArticle(text, CAPTION.sub(r"\1", markdown), shown)
 
 
 def header_rows(tree, first: bool) -> None:

@@ -9,16 +9,21 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+from typing import Any, TypeVar
 
 from .._types import Extraction, PageStatus, WarcLocation
 
-__all__ = ["EXTRACT_TIMEOUT", "extraction_pool", "in_pool", "run_extraction", "safe_extract"]
+__all__ = ["EXTRACT_TIMEOUT", "ExtractionPool", "extraction_pool", "in_pool", "run_extraction", "safe_extract"]
+
+T = TypeVar("T")
 
 
-def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
+def extraction_pool(workers: int | None = None) -> ExtractionPool:
     """Worker processes for trafilatura.
 
     Spawned, not forked: the fetcher has threads (DNS lookups) that a fork
@@ -29,28 +34,42 @@ def extraction_pool(workers: int | None = None) -> ProcessPoolExecutor:
     PYTHONSAFEPATH (Python 3.11's `-P`) keeps it off.
     """
     os.environ["PYTHONSAFEPATH"] = "1"
-    return _QuietPool(
-        max_workers=workers or os.cpu_count() or 1,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with,
-        initargs=(os.getpid(),),
-    )
+    return ExtractionPool(workers or os.cpu_count() or 1)
 
 
-class _QuietPool(ProcessPoolExecutor):
+class ExtractionPool(ProcessPoolExecutor):
     """Workers that ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and a
     worker would print its KeyboardInterrupt traceback over the clean line `mirror fetch` prints.
     The parent stops them itself. A worker starts with SIGINT blocked (the mask is inherited
     through fork and exec), from its first import on, until it ignores it: the parent blocks it
-    for the moment it starts one. Not by ignoring it: a Ctrl-C in that moment was lost (the
-    parent ran on to the end); here it is noted and raised again once the work is submitted."""
+    while it submits, which is when the pool starts a worker it lacks. Not by ignoring it: a
+    Ctrl-C in that moment was lost (the parent ran on to the end); here it is noted and raised
+    again once the work is submitted (outside `submit`: the pool would be left half set up, its
+    new worker orphaned). Public API only: the pool's workers are the children that appeared
+    while it submitted (`multiprocessing.active_children`)."""
 
-    _interrupted = False  # a Ctrl-C came while a worker started: raised once `submit` is done
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with, initargs=(os.getpid(),))
+        self.workers = workers
+        self.started: set[BaseProcess] = set()
 
-    def submit(self, *args, **kwargs):
-        future = super().submit(*args, **kwargs)
-        if self._interrupted:  # (not inside submit: the pool would be left half set up, its new worker orphaned)
-            self._interrupted = False
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if len(self.started) >= self.workers:  # (all started: a submit starts none)
+            return super().submit(fn, *args, **kwargs)
+        before = set(multiprocessing.active_children())
+        came: list[int] = []
+        main = threading.current_thread() is threading.main_thread()  # (signal handlers are the main thread's)
+        if main:
+            previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))  # (another thread may take it)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        finally:
+            if main:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (one held meanwhile is noted now)
+                signal.signal(signal.SIGINT, previous)
+            self.started.update(set(multiprocessing.active_children()) - before)
+        if came:
             signal.raise_signal(signal.SIGINT)
         return future
 
@@ -65,29 +84,16 @@ class _QuietPool(ProcessPoolExecutor):
             self.kill_workers()
             raise
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
         if kind is not None:  # stopped (Ctrl-C, an error): what the workers are doing would not be used
             self.kill_workers()
         return super().__exit__(kind, exc, tb)
 
     def kill_workers(self) -> None:
         """Kill every worker, its extraction with it (Python 3.14 has this method)."""
-        for process in list((self._processes or {}).values()):
+        for process in list(self.started):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 process.kill()
-
-    def _spawn_process(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return super()._spawn_process()
-        came: list[int] = []
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))  # (another thread may take it)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            super()._spawn_process()
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (one held meanwhile is noted now)
-            signal.signal(signal.SIGINT, previous)
-        self._interrupted = self._interrupted or bool(came)
 
 
 async def in_pool(pool: ProcessPoolExecutor, function, *args):

@@ -66,7 +66,7 @@ def feed_reach(url: str) -> Reach:
     resolver, the most private of its addresses; public when it does not resolve."""
     host = urlsplit(url).hostname or ""
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
     except (OSError, UnicodeError):
         return Reach.PUBLIC
     return max((reach_of_ip(a) for a in addresses), default=Reach.PUBLIC)

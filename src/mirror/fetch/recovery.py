@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urljoin
 
 from .. import warc
@@ -23,9 +24,15 @@ from ..store import Archive
 Extract = Callable[[warc.WarcLocation, str], Awaitable[Extraction]]
 
 
-async def recover(
-    archive: Archive, files: list[Path], pages: list[PageToFetch], extract: Extract
-) -> list[tuple[PageToFetch, Exchange, Extraction | None]]:
+class Recovered(NamedTuple):
+    """A page whose capture a crashed run left in the files, read back."""
+
+    page: PageToFetch
+    capture: Exchange  # the last attempt, from its records
+    article: Extraction | None
+
+
+async def recover(archive: Archive, files: list[Path], pages: list[PageToFetch], extract: Extract) -> list[Recovered]:
     """Pages among `pages` (never captured yet) whose final response is in `files`."""
     wanted = {page.url: page for page in pages if not page.has_capture}
     if not wanted or not files:
@@ -70,7 +77,7 @@ def _usable(archive_dir: Path, chain: list[warc.Response]) -> bool:
     return blocked_reason(final.status, final.url, final.page, head) is None
 
 
-async def _recovered(archive: Archive, page: PageToFetch, chain: list[warc.Response], extract: Extract):
+async def _recovered(archive: Archive, page: PageToFetch, chain: list[warc.Response], extract: Extract) -> Recovered:
     final = chain[-1]
     try:
         started = datetime.fromisoformat(final.date.replace("Z", "+00:00")).timestamp()
@@ -88,4 +95,4 @@ async def _recovered(archive: Archive, page: PageToFetch, chain: list[warc.Respo
         started_at=started,
     )
     article = await extract(final.location, final.url)
-    return page, exchange, article
+    return Recovered(page, exchange, article)

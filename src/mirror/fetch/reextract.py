@@ -8,7 +8,7 @@ from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Executor
 
-from .._types import Extraction
+from .._types import CapturedPage, Extraction
 from ..extract.pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
 from ..store import Archive
 
@@ -46,7 +46,7 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     return dict(counts)
 
 
-def _extracted(pool: Executor, folder: str, pages: list, extract_timeout: float, ahead: int) -> Iterator[tuple[str, Extraction]]:
+def _extracted(pool: Executor, folder: str, pages: list[CapturedPage], extract_timeout: float, ahead: int) -> Iterator[tuple[str, Extraction]]:
     """(url, extraction) in the pages' order, with at most `ahead` submitted and not yet taken."""
     pending: deque = deque()
     for url, final, location in pages:

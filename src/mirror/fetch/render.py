@@ -90,9 +90,7 @@ class Renders:
             headers, head = await asyncio.to_thread(warc.read_head, self.archive.path, location, HEAD_BYTES)
         except Exception:  # noqa: BLE001 - an unreadable capture is not worth a browser
             return None
-        if sniff(head, headers.get_header("Content-Type")) != "html":
-            head = None
-        return evidence(self.mode, status, words, blocked, head)
+        return evidence(self.mode, status, words, blocked, head if sniff(head, headers.get_header("Content-Type")) == "html" else None)
 
     async def render(self, page_url: str, capture: Exchange, http: Extraction | None, reach: Reach) -> Render:
         """Render the page from its capture; its article when better than `http` (the capture's)."""
@@ -147,7 +145,7 @@ class Renders:
         flushed before the database points at them; each refers to the HTTP capture."""
         refers = warc.record_id(self.archive.path, capture.location) if capture.location else None
         source = capture.final_url
-        derived = []
+        derived: list[warc.Capture | warc.Derived] = []
         if rendered.dom is not None:
             derived.append(warc.Derived(rendered.final_url, "text/html; charset=utf-8", rendered.dom, "conversion", refers, source))
         for prefix, shot in (("urn:screenshot:", rendered.screenshot), ("urn:screenshot-full:", rendered.full_screenshot)):

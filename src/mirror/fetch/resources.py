@@ -70,8 +70,9 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
 
 
 async def resources_tail(client: Client, image_tasks: list[asyncio.Task], done: list[asyncio.Task], grace: float) -> float:
-    """The pages are all recorded: their resources get `grace` seconds more; then the host names still waiting for an answer are given up (`deferred`: asked
-    again by the next run), and the resources already under way finish. A resolver that drops
+    """The pages are all recorded: their resources get `grace` seconds more; then the host names
+    still waiting for an answer are given up (`deferred`: asked again by the next run), and the
+    resources already under way finish. A resolver that drops
     queries never holds the end of a run for long. Returns how long it took."""
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -238,18 +238,18 @@ class _Run:
     async def rendered(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> Extraction | None:
         """The page's article after its render, when its capture shows the browser can improve it
         (or its saved copy is a render: a re-check renders it again); `result.render` says how it went."""
-        final = result.final
+        final, renders = result.final, self.renders
         blocked = final.message if final.error == Reason.BLOCKED else None
-        if result.source != Source.LIVE or final.location is None or final.revisit or not (final.status == 200 or blocked):
+        if renders is None or result.source != Source.LIVE or final.location is None or final.revisit or not (final.status == 200 or blocked):
             return article
         if page.captured_by == CaptureKind.BROWSER and final.ok:
             why: str | None = "its saved copy is a render"
         else:
-            why = await self.renders.reason(final.location, article, blocked, page.render_gain, page.render_basis)
+            why = await renders.reason(final.location, article, blocked, page.render_gain, page.render_basis)
         if why is None:
             return article
         reach = await page_reach(self.client, final.final_url, self.options)
-        render = result.render = await self.renders.render(page.url, final, article, reach)
+        render = result.render = await renders.render(page.url, final, article, reach)
         if not render.won:
             return article
         if blocked:  # the browser got past the challenge: the page is its render (the attempts keep what the server said)
@@ -314,7 +314,7 @@ class _Run:
             # --refresh asks again for what an unchanged page's images lacked (a weekly check does not: a 404 stays one)
             retry = self.archive.failed_resources_of(page.url)
             if retry is not None:
-                self.image_tasks.append(asyncio.create_task(self.page_resources(page.url, *retry)))
+                self.image_tasks.append(asyncio.create_task(self.page_resources(*retry)))
 
     def count(self, page: PageToFetch, result: PageResult, recorded: PageStatus | None) -> None:
         summary = self.summary
@@ -379,16 +379,18 @@ class _Run:
 
     async def render_saved(self, row: dict) -> None:
         """Render a saved capture that a run without a browser made, if it needs one, and record how it went."""
-        url = row["url"]
+        url, renders = row["url"], self.renders
+        if renders is None:  # (a run without a browser renders nothing)
+            return
         location = warc_location(row) or self.archive.last_capture(url)
         blocked = row["error_message"] if row["error"] == Reason.BLOCKED else None
         http = http_article(row)
-        why = await self.renders.reason(location, http, blocked)
+        why = await renders.reason(location, http, blocked)
         if why is None:
             return
         final_url = row["final_url"] or url
         capture = Exchange(url=url, final_url=final_url, status=row["http_status"], location=location)
-        render = await self.renders.render(url, capture, http, await page_reach(self.client, final_url, self.options))
+        render = await renders.render(url, capture, http, await page_reach(self.client, final_url, self.options))
         status = self.archive.record_render(url, render)
         self.count_render(url, render, status)
 

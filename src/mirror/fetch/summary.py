@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .._types import Outcome, PageResult, PageToFetch
 
-__all__ = ["SLOW_HOST", "Summary", "outcome_of"]
+__all__ = ["SLOW_HOST", "SlowHost", "Summary", "outcome_of"]
 
 SLOW_HOST = 1.0  # seconds a host's pages take on average before the summary lists it as slow
+
+
+class SlowHost(NamedTuple):
+    host: str
+    mean_seconds: float  # a page's, the servers' time
+    pages: int
 
 
 @dataclass
@@ -35,11 +42,11 @@ class Summary:
     def count_down_host(self, host: str, reason: str) -> None:
         self.down_hosts[host] = (reason, self.down_hosts.get(host, (reason, 0))[1] + 1)
 
-    def slowest_hosts(self, n: int = 5) -> list[tuple[str, float, int]]:
+    def slowest_hosts(self, n: int = 5) -> list[SlowHost]:
         """Hosts whose pages took SLOW_HOST seconds or more on average (the servers' time, not
         our politeness waits), slowest first."""
-        means = [(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t and h.lower() not in self.down_hosts]
-        return sorted((m for m in means if m[1] >= SLOW_HOST), key=lambda x: -x[1])[:n]
+        means = [SlowHost(h, sum(t) / len(t), len(t)) for h, t in self.host_seconds.items() if t and h.lower() not in self.down_hosts]
+        return sorted((m for m in means if m.mean_seconds >= SLOW_HOST), key=lambda m: -m.mean_seconds)[:n]
 
     def as_dict(self) -> dict:
         return {

@@ -6,13 +6,14 @@ from __future__ import annotations
 import email.message
 import tempfile
 import zlib
+from typing import NamedTuple
 
 import httpx
 
 from .._util.text import decode
 from ..warc import payload_coding
 
-__all__ = ["HEAD_BYTES", "decode_head", "is_htmlish", "raw_reason", "read_body"]
+__all__ = ["HEAD_BYTES", "Body", "decode_head", "is_htmlish", "raw_reason", "read_body"]
 
 HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 # Deflate expands at most 1032:1 (a 258-byte match in two bits), so a body whose raw size
@@ -20,19 +21,27 @@ HEAD_BYTES = 64 * 1024  # decoded bytes kept for recognising blocked pages
 MAX_DEFLATE_RATIO = 1032
 
 
-async def read_body(response: httpx.Response, max_bytes: int) -> tuple[tempfile.SpooledTemporaryFile, bytes, bool]:
+class Body(NamedTuple):
+    """A response's body as read."""
+
+    raw: tempfile.SpooledTemporaryFile[bytes]  # as sent (compressed, if it was)
+    head: bytes  # its first HEAD_BYTES, decoded
+    truncated: bool  # cut at the size limit (decoded)
+
+
+async def read_body(response: httpx.Response, max_bytes: int) -> Body:
     """The raw body, its decoded head, and whether it was cut at `max_bytes` (decoded)."""
     body = tempfile.SpooledTemporaryFile(max_size=1 << 20)
     declared = response.headers.get("content-length", "")
     encoding = payload_coding(response.headers.raw)  # what reading the capture back will decode
     if declared.isdigit() and int(declared) > max_bytes and not encoding:
-        return body, b"", True
+        return Body(body, b"", True)
     decoder = _SizeCounter(encoding, max_bytes)
     async for chunk in response.aiter_raw():
         body.write(chunk)
         if decoder.feed(chunk):
-            return body, bytes(decoder.head), True
-    return body, bytes(decoder.head), False
+            return Body(body, bytes(decoder.head), True)
+    return Body(body, bytes(decoder.head), False)
 
 
 def raw_reason(response: httpx.Response) -> str:

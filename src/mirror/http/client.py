@@ -135,8 +135,11 @@ class Client(Hops):
             headers = self._headers
             if self._private_hosts is None or (parts.hostname or "") in self._private_hosts:
                 headers = {**headers, **self._private_headers}
+            transport: httpx.AsyncBaseTransport
+            pool = None  # the connections the client sweeps (a proxy's are httpx's own)
             if proxy is None:
-                transport = CheckedTransport(self.lookups.addresses.get, self._tls, self._limits)
+                checked = CheckedTransport(self.lookups.addresses.get, self._tls, self._limits)
+                transport, pool = checked, checked.pool
             else:
                 transport = httpx.AsyncHTTPTransport(proxy=proxy, verify=self._tls, limits=self._limits)
             http = httpx.AsyncClient(
@@ -146,7 +149,7 @@ class Client(Hops):
                 cookies=self._cookies,  # one shared jar: each cookie still goes only to its domain
                 trust_env=False,  # (the proxy is decided here: `connect.proxy_for`)
             )
-            self._routes[key] = Route(http, transport, transport.pool if proxy is None else None)
+            self._routes[key] = Route(http, transport, pool)
         return self._routes[key]
 
     async def get(
@@ -256,7 +259,7 @@ class Client(Hops):
             async with asyncio.timeout(timeout):
                 self.lookups.reach[name] = await asyncio.shield(lookup)
         except asyncio.CancelledError:
-            if not lookup.cancelled() or asyncio.current_task().cancelling():
+            if not lookup.cancelled() or ((task := asyncio.current_task()) is not None and task.cancelling()):
                 raise  # this request is stopped, not the lookup
             return self._deferred(url)
         except TimeoutError:

@@ -136,7 +136,7 @@ class CheckedAddresses(httpcore.AsyncNetworkBackend):
                 return await self._anyio.connect_tcp(address, port, timeout, local_address, socket_options)
             except httpcore.ConnectError as exc:  # (a timeout is the request's: it is not tried elsewhere)
                 failed = exc
-        raise failed
+        raise failed or httpcore.ConnectError(f"no address for {host}")  # (there is always one: the host itself)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options=None) -> httpcore.AsyncNetworkStream:
         return await self._anyio.connect_unix_socket(path, timeout, socket_options)

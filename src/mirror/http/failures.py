@@ -56,7 +56,7 @@ def classify_error(exc: httpx.HTTPError) -> tuple[Reason, str]:
     return Reason.HTTP_ERROR, text
 
 
-def errno_of(exc: BaseException) -> int | None:
+def errno_of(exc: BaseException | None) -> int | None:
     """The OS error code behind an httpx error (httpx wraps OSError / gaierror)."""
     seen = set()
     while exc is not None and id(exc) not in seen:

@@ -18,6 +18,10 @@ import functools
 import os
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import aiodns
 
 __all__ = ["NAMESERVERS_ENV", "Resolver", "nameservers_from_env"]
 
@@ -61,7 +65,7 @@ class Resolver:
 
     def __init__(self, nameservers: list[str] | None = None) -> None:
         self.nameservers = nameservers
-        self._ares = None
+        self._ares: aiodns.DNSResolver | None = None
         self._threads: ThreadPoolExecutor | None = None
 
     async def resolve(self, host: str) -> list[str]:
@@ -71,7 +75,7 @@ class Resolver:
             infos = await asyncio.get_running_loop().run_in_executor(
                 self._pool(), functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM)
             )
-            return list(dict.fromkeys(info[4][0] for info in infos))
+            return list(dict.fromkeys(str(info[4][0]) for info in infos))
         import aiodns.error
 
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import sqlite3
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from datasette import Response, hookimpl
@@ -186,7 +187,7 @@ def menu_links(datasette, actor, request):
     return [{"href": datasette.urls.path("/-/mirror/search"), "label": "Search saved articles"}]
 
 
-METADATA = {
+METADATA: dict[str, Any] = {
     "title": "mirror: your reading lists, archived",
     "description_html": (
         "Every link from your seed documents, fetched, extracted and readable offline. "

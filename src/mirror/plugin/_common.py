@@ -9,6 +9,7 @@ import hashlib
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import sqlite_utils
 from datasette import Response
@@ -141,14 +142,20 @@ async def _payload(db, row):
         raise _Missing(f"the saved copy cannot be read: {exc}") from None
 
 
-async def _requested_page(datasette, request) -> tuple[object, int, dict]:
+class RequestedPage(NamedTuple):
+    db: Any  # datasette's Database of the archive
+    page_id: int
+    page: dict[str, Any]  # its row
+
+
+async def _requested_page(datasette, request) -> RequestedPage:
     """The archive, and the page whose id the URL names (a missing one is a 404)."""
     db = await _archive(datasette, request)
     page_id = _page_id(request)
     page = await _read(db, queries.page_by_id, page_id)
     if page is None:
         raise _Missing(f"no page {page_id} in this archive")
-    return db, page_id, page
+    return RequestedPage(db, page_id, page)
 
 
 async def _read(db, query, *args):

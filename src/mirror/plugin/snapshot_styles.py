@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import lxml.html
 
 from ..extract.css import decode_css, is_css, rewrite_css
+from ..extract.images import document_base
 from ..urls import web_url
 
 __all__ = ["apply_styles", "collect_styles", "is_font", "is_stylesheet", "serve_css"]
@@ -26,13 +27,13 @@ FONT_EXTENSIONS = (".woff2", ".woff", ".ttf", ".otf", ".eot")
 
 def collect_styles(tree, base: str) -> list[tuple[str, str]]:
     """("link", absolute url) and ("style", css text) in document order, before cleaning."""
-    base_href = next((b.get("href") for b in tree.iter("base") if b.get("href")), None)
+    page_base = document_base(tree, base)
     styles = []
     for element in tree.iter("link", "style"):
         if element.tag == "style":
             styles.append(("style", element.text or ""))
         elif "stylesheet" in (element.get("rel") or "").lower().split() and element.get("href"):
-            url = web_url(element.get("href"), web_url(base_href, base) if base_href else base)
+            url = web_url(element.get("href"), page_base)
             if url:
                 styles.append(("link", url))
     return styles

@@ -131,8 +131,11 @@ async def _text(db, page: dict, version: dict) -> str:
     from ..extract.article import extract_capture
     from ..store.queries import warc_location
 
+    location = warc_location(capture)
+    if location is None:
+        raise _Missing("the capture of this version is not in the archive")
     try:
-        extracting = asyncio.to_thread(extract_capture, _folder(db), warc_location(capture), capture["final_url"] or page["url"])
+        extracting = asyncio.to_thread(extract_capture, _folder(db), location, capture["final_url"] or page["url"])
         article = await asyncio.wait_for(extracting, EXTRACT_SECONDS)
     except TimeoutError:
         raise _Missing(f"the text of this version took more than {EXTRACT_SECONDS:g} s to read again") from None

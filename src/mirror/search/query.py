@@ -9,7 +9,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from .._enums import PageStatus
 from .._fts import FTS_TABLE
@@ -30,6 +30,19 @@ _CHECK_EVERY = 2000  # SQLite steps between two looks at the clock
 _MARK_START, _MARK_END = "\x02", "\x03"
 
 
+class HitJson(TypedDict):
+    """A hit as JSON writes it (`mirror search --json`, the plugin's JSON)."""
+
+    id: int
+    url: str
+    title: str | None
+    sitename: str | None
+    date: str | None
+    snippet: str  # matches marked as asked
+    score: float
+    health: str | None
+
+
 class Hit(NamedTuple):  # (not a dataclass: `import dataclasses` costs `mirror search` 10-15 ms)
     id: int  # pages.id: the reader view is /-/mirror/page/<id>
     url: str
@@ -45,7 +58,7 @@ class Hit(NamedTuple):  # (not a dataclass: `import dataclasses` costs `mirror s
         """The live page is gone, a soft 404 or blocked: this hit is the saved copy only."""
         return self.health in ("gone", "soft_404", "blocked")
 
-    def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> dict:
+    def as_dict(self, mark: tuple[str, str] = ("[", "]")) -> HitJson:
         return {
             "id": self.id,
             "url": self.url,
@@ -113,7 +126,7 @@ def search(
     check_query(query)
     limit = parse_limit(limit)
     match = build_match(query)
-    conn = getattr(db, "conn", db)  # a sqlite-utils Database, or a plain connection
+    conn = db if isinstance(db, sqlite3.Connection) else db.conn  # a plain connection, or a sqlite-utils Database's
     if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
         return []
     filters, params = _filters(site, seed, section)
@@ -232,9 +245,10 @@ def ranking_floor(conn: sqlite3.Connection, match: str, most: int | None = None)
     matches = conn.execute(f"select count(*) from (select rowid from {FTS_TABLE} where {FTS_TABLE} match ? limit {most + 1})", [match]).fetchone()[0]
     if matches <= most:
         return None
-    return conn.execute(f"select rowid from {FTS_TABLE} where {FTS_TABLE} match ? order by rowid desc limit 1 offset {most - 1}", [match]).fetchone()[
-        0
-    ]
+    floor: int = conn.execute(
+        f"select rowid from {FTS_TABLE} where {FTS_TABLE} match ? order by rowid desc limit 1 offset {most - 1}", [match]
+    ).fetchone()[0]
+    return floor
 
 
 def _health(conn: sqlite3.Connection) -> str:
@@ -279,7 +293,8 @@ class _Words:
     def __init__(self, query: str):
         query = plain_query(query)  # (not `OR`, not `title:`)
         self.chinese = sorted({_folded(w) for w in cjk_words(query)}, key=len, reverse=True)
-        self.others, self.prefixes = [], set()
+        self.others: list[str] = []
+        self.prefixes: set[str] = set()
         for written in re.findall(r"[^\W_]+\*?", query):  # a word, CJK characters and all, then a * if any
             runs = [_folded(run) for run in word_runs(written.rstrip("*")) if not is_cjk(run[0])]
             self.others += [run for run in runs if run not in self.others]
@@ -361,7 +376,7 @@ def _snippet(text: str, words: _Words, width: int = 100) -> str | None:
     return ("…" if start else "") + "".join(pieces) + ("…" if end < len(text) else "")
 
 
-class _Fold(dict):
+class _Fold(dict[int, str]):
     """str.translate's table: each character to one, lower-cased and without its accents (as
     unicode61 with remove_diacritics folds them), so positions in the copy are the original's."""
 

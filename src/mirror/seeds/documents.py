@@ -9,6 +9,7 @@ files and folders named, read and decoded; their lines are parsed by `text` (or 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def _read_one(path: Path, name: str, inventory: Inventory) -> None:
     inventory.links.extend(links)
 
 
-def _parse(path: Path, text: str, name: str, warn) -> list[Link]:
+def _parse(path: Path, text: str, name: str, warn: Callable[[str], None]) -> list[Link]:
     """The links of one seed, read as what it is: an export (JSON, CSV, a feed), HTML, or text."""
     suffix = path.suffix.lower()
     if suffix in (".json", ".csv", ".rss", ".atom", ".opml") or (suffix in (".xml", "") and imports.feed_kind(text[:2000])):

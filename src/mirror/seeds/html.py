@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import lxml.html
 
 from .._types import Link
-from .imports import Row, as_links, skip_comments, source_lines
+from .imports import Element, ExportRow, as_links, skip_comments, source_lines
 
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SECTION_MOST = 1000  # characters of a heading kept as the section of the links under it
@@ -44,7 +44,7 @@ def html_title(text: str) -> str | None:
     return None
 
 
-def _root(data: bytes):
+def _root(data: bytes) -> Element | None:
     try:
         # plain elements, not lxml.html's: their Python class is looked up at each one made (a fifth of the time)
         return lxml.html.document_fromstring(data, parser=_PARSER)
@@ -52,13 +52,13 @@ def _root(data: bytes):
         return None
 
 
-def _anchors(root) -> tuple[list, dict]:
+def _anchors(root: Element) -> tuple[list[Element], dict[Element, Element | None]]:
     """The <a href> elements, and each one's last heading that ends before it: one walk of the
     document (an XPath `preceding::` per anchor would read it once per link). Where no heading
     holds a link or another heading (nearly always), that is the last heading that starts before
     it, and one event an element does (a third of the time of two)."""
-    anchors: list = []
-    nearest: dict = {}
+    anchors: list[Element] = []
+    nearest: dict[Element, Element | None] = {}
     last = None
     if any(next(heading.iterdescendants("a", *_HEADINGS), None) is not None for heading in root.iter(*_HEADINGS)):
         for event, element in lxml.etree.iterwalk(root, events=("start", "end"), tag=("a", *_HEADINGS)):
@@ -79,22 +79,22 @@ def _anchors(root) -> tuple[list, dict]:
     return anchors, nearest
 
 
-def _linked(root) -> list:
+def _linked(root: Element | None) -> list[Element]:
     """The <a href> elements, in order."""
     return [] if root is None else [a for a in root.iter("a") if (a.get("href") or "").strip()]
 
 
-def _rows(root, anchors: list, headings: dict, lines: list[int]) -> Iterator[Row]:
+def _rows(root: Element, anchors: list[Element], headings: dict[Element, Element | None], lines: list[int]) -> Iterator[ExportRow]:
     """The anchors' rows (on their `lines`), made as they are taken: each link's column counts the links before it on its line."""
     per_line: dict[int, int] = {}
-    named: dict = {}  # heading -> its text, read once however many links follow it
+    named: dict[Element | None, str | None] = {}  # heading -> its text, read once however many links follow it
     folders = next(root.iter("dl"), None) is not None  # a bookmark file's folders (Pocket's export has none)
     for anchor, line in zip(anchors, lines, strict=True):
         per_line[line] = column = per_line.get(line, 0) + 1
         title = (anchor.text or "") if len(anchor) == 0 else _text(anchor)  # (no child: its text is all of it)
         section = _section(anchor, headings[anchor], named, folders)
         get = anchor.get  # Pocket's export and the Netscape bookmark file keep tags and dates as attributes
-        yield (get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date")
+        yield ExportRow((get("href") or "").strip(), line, column, title, section, get("tags"), get("time_added") or get("add_date"))
 
 
 def _closed(text: str) -> str:
@@ -106,7 +106,7 @@ def _closed(text: str) -> str:
     return _DD.sub(r"\1</dd>", _BOOKMARK_DT.sub(r"\1</dt>", text))
 
 
-def _section(anchor, heading_before, named: dict, folders: bool = True) -> str | None:
+def _section(anchor: Element, heading_before: Element | None, named: dict[Element | None, str | None], folders: bool = True) -> str | None:
     """The innermost bookmark folder (<DT><H3>name</H3><DL>...) or nearest heading."""
     for ancestor in anchor.iterancestors("dl") if folders else ():
         previous = ancestor.getprevious()
@@ -124,7 +124,7 @@ def _section(anchor, heading_before, named: dict, folders: bool = True) -> str |
     return named[heading_before]
 
 
-def _name(heading) -> str | None:
+def _name(heading: Element) -> str | None:
     """A heading's words as a section's name, its first SECTION_MOST characters, read only as far
     as they go (read whole, a heading that holds the page, in each of 250 nested ones, took half
     a minute for a 4 MB file): past SECTION_MOST + 1 characters that are not spaces, the rest
@@ -132,9 +132,10 @@ def _name(heading) -> str | None:
     return _section_name(heading.itertext())  # (the same text as `_text`'s, in order)
 
 
-def _section_name(texts) -> str | None:
+def _section_name(texts: str | Iterable[str]) -> str | None:
     """Text (or its pieces) as a section's name: its words, the first SECTION_MOST characters."""
-    pieces, left = [], SECTION_MOST + 1
+    pieces: list[str] = []
+    left = SECTION_MOST + 1
     for piece in [texts] if isinstance(texts, str) else texts:
         for match in _NOT_SPACE.finditer(piece):
             left -= 1
@@ -148,6 +149,7 @@ def _section_name(texts) -> str | None:
     return " ".join("".join(pieces).split())[:SECTION_MOST].rstrip() or None
 
 
-def _text(element) -> str:
+def _text(element: Element) -> str:
     """Its text and its descendants' (lxml.html's `text_content()`)."""
-    return element.xpath("string()")
+    text: str = element.xpath("string()")
+    return text

@@ -13,13 +13,14 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
+from typing import Any, NamedTuple
 
 from .. import urls
 from .._types import Link
 from .._util.text import decode_entities
 from .links import _link
 
-__all__ = ["feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]
+__all__ = ["ExportRow", "as_links", "feed_kind", "parse_csv", "parse_feed", "parse_json", "skip_comments", "source_lines", "tag_list", "when"]
 
 _XML_DECLARATION = re.compile(r"\s*<\?xml[^>]*>", re.I)
 _FEED_ROOT = re.compile(r"<(rss|feed|opml|rdf:RDF)\b", re.I)
@@ -34,12 +35,13 @@ _TAG_COLUMNS = ("tags", "tag", "labels")
 _DATE_COLUMNS = ("time_added", "created", "timestamp", "time", "date", "added", "created_at")
 _SECTION_COLUMNS = ("folder", "collection", "status", "list")
 Warn = Callable[[str], None]
+Element = Any  # an lxml element (lxml has no type information)
 _UNIX = re.compile(r"(\d{9,11})(\.\d+)?")  # (int() reads any digits: the result is written in ASCII)
 # "Tue, 05 Mar 2024 08:00:00 GMT", what feeds write; a valid clock, or the slow path decides
-_RFC822_DAY = r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4})"
-_CLOCK = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
-_RFC822 = re.compile(rf"{_RFC822_DAY} ({_CLOCK}) ([A-Za-z]+|[+-]\d{{4}})", re.ASCII)
-_RFC822_DAY, _CLOCK = re.compile(_RFC822_DAY, re.ASCII), re.compile(_CLOCK, re.ASCII)
+_DAY_PATTERN = r"(?:[A-Za-z]{3}, )?(\d{1,2}) ([A-Za-z]{3}) (\d{4})"
+_CLOCK_PATTERN = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+_RFC822 = re.compile(rf"{_DAY_PATTERN} ({_CLOCK_PATTERN}) ([A-Za-z]+|[+-]\d{{4}})", re.ASCII)
+_RFC822_DAY, _CLOCK = re.compile(_DAY_PATTERN, re.ASCII), re.compile(_CLOCK_PATTERN, re.ASCII)
 _MONTHS = {name: number for number, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _TWO = tuple(f"{n:02d}" for n in range(60))
@@ -134,19 +136,33 @@ def _tags(value: str | tuple[str, ...]) -> str | None:
     return ", ".join(dict.fromkeys(t for t in items if t)) or None
 
 
-Row = tuple  # (href, line, col, title, section, tags, added): a link as an export writes it
+class ExportRow(NamedTuple):
+    """A link as an export writes it, before it is read as a Link (`as_links`). A JSON export's
+    fields may hold anything: they are read as text there."""
+
+    href: str
+    line: int
+    col: int
+    title: object
+    section: object  # its folder, collection or feed
+    tags: object  # a string of them, a feed's tuple of them, a JSON export's list
+    added: object  # when it was saved, as the export wrote it
 
 
-def as_links(rows: Iterable[Row], seed: str) -> list[Link]:
+def as_links(rows: Iterable[ExportRow], seed: str) -> list[Link]:
     """An export's rows as the links of `seed`, in order."""
-    return [_link(url, written, seed, *rest) for url, written, *rest in _fields_of(rows)]
+    return [_link(fields[0], fields[1], seed, *fields[2:]) for fields in _fields_of(rows)]
 
 
-def _fields_of(rows: Iterable[Row]) -> list[tuple]:
+# a Link's fields but its seed, in its order (`links._link`)
+_LinkFields = tuple[str, str, int, int, str | None, str | None, str | None, tuple[str, ...], str | None, str | None]
+
+
+def _fields_of(rows: Iterable[ExportRow]) -> list[_LinkFields]:
     """Each row's Link fields but its seed, in Link's order:
     url, url_as_written, line, col, title, section, skip_reason, candidates, tags, added."""
-    fields = []
-    sections: dict = {}  # an export's few folders, each tidied once
+    fields: list[_LinkFields] = []
+    sections: dict[str, str | None] = {}  # an export's few folders, each tidied once
     for href, line, col, title, section, tags, added in rows:
         url, reason = urls.normalize_plain(href), None  # nearly every link: one match
         if url is None:
@@ -185,7 +201,7 @@ def parse_csv(text: str, seed: str, warn: Warn) -> list[Link]:
     return as_links(_csv_rows(text, seed, warn), seed)
 
 
-def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
+def _json_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
     try:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -199,25 +215,25 @@ def _json_rows(text: str, seed: str, warn: Warn) -> list[Row]:
     if not isinstance(items, list):
         warn(f"{seed}: JSON holding no list of bookmarks; no links read")
         return []
-    rows: list[Row] = []
+    rows: list[ExportRow] = []
     for number, item in enumerate(items, 1):
         keys = _keys(tuple(item)) if isinstance(item, dict) else None
         href = str(item.get(keys[0]) or "").strip() if keys else ""
-        if not href:
+        if keys is None or not href:
             warn(f"{seed}: item {number} has no URL; skipped")
             continue
         get = item.get
-        rows.append((href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
+        rows.append(ExportRow(href, number, 1, get(keys[1]), get("folder") or get("collection"), get(keys[2]), get(keys[3])))
     return rows
 
 
 @functools.lru_cache(maxsize=256)  # an export's items share a few shapes
-def _keys(item: tuple) -> tuple[str, str, str, str]:
+def _keys(item: tuple[str, ...]) -> tuple[str, str, str, str]:
     """The keys of an item's URL, title, tags and date, whatever their case."""
-    return tuple(_first(item, names) for names in (_URL_COLUMNS, _TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS))
+    return _first(item, _URL_COLUMNS), _first(item, _TITLE_COLUMNS), _first(item, _TAG_COLUMNS), _first(item, _DATE_COLUMNS)
 
 
-def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
+def _csv_rows(text: str, seed: str, warn: Warn) -> list[ExportRow]:
     """The rows of a CSV, columns found by their header's names (the last of two alike, as
     `csv.DictReader` reads them). A field may be as long as the file (the csv module's own limit
     is 128 KiB, and process-wide: the caller's is put back); a line that cannot be read ends the
@@ -232,7 +248,7 @@ def _csv_rows(text: str, seed: str, warn: Warn) -> list[Row]:
 _FIELD_LIMIT = 2**31 - 1  # (the largest a C long takes everywhere)
 
 
-def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
+def _csv_rows_read(reader: Any, seed: str, warn: Warn) -> list[ExportRow]:  # (csv's reader type is private)
     try:
         header = next(reader, None) or []
     except csv.Error as exc:
@@ -247,7 +263,7 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
     title, tags, added, section = (
         next((columns[c] for c in names if c in columns), None) for names in (_TITLE_COLUMNS, _TAG_COLUMNS, _DATE_COLUMNS, _SECTION_COLUMNS)
     )
-    rows: list[Row] = []
+    rows: list[ExportRow] = []
     while True:
         try:
             values = next(reader)
@@ -264,7 +280,7 @@ def _csv_rows_read(reader, seed: str, warn: Warn) -> list[Row]:
             warn(f"{seed}: line {reader.line_num} has no URL; skipped")
             continue
         rows.append(
-            (
+            ExportRow(
                 href,
                 reader.line_num,
                 1,
@@ -307,13 +323,13 @@ def feed_kind(text: str) -> str | None:
 def skip_comments(text: str, position: int = 0) -> int:
     """Where `text` goes on after the white space and comments from `position` (each read once)."""
     while True:
-        position = _SPACE.match(text, position).end()
+        position = space.end() if (space := _SPACE.match(text, position)) else position  # (`\s*` always matches)
         if not text.startswith("<!--", position) or (end := text.find("-->", position + 4)) == -1:
             return position
         position = end + 3
 
 
-def source_lines(elements: list, data: bytes, parse: Callable[[bytes], list]) -> list[int]:
+def source_lines(elements: list[Element], data: bytes, parse: Callable[[bytes], list[Element]]) -> list[int]:
     """Each element's line in `data`. libxml2 keeps a line up to LINE_MOST (past it an HTML
     element's is LINE_MOST, an XML one's the line of the text in it): past it, `data` is parsed
     again (`parse` gives the same elements of the new tree) with the line breaks before a window
@@ -343,7 +359,7 @@ def source_lines(elements: list, data: bytes, parse: Callable[[bytes], list]) ->
 _WINDOW = LINE_MOST - 1_000  # line breaks a window moves on (it begins a little before the last one ended)
 
 
-def _feed_root(data: bytes, encoding: str | None) -> tuple[object, str | None]:
+def _feed_root(data: bytes, encoding: str | None) -> tuple[Element | None, str | None]:
     """The feed's root element, or None and why."""
     import lxml.etree
 
@@ -355,26 +371,27 @@ def _feed_root(data: bytes, encoding: str | None) -> tuple[object, str | None]:
     return root, None if root is not None else "not a feed"
 
 
-def _feed_entries(root) -> list:
+def _feed_entries(root: Element | None) -> list[Element]:
     return [] if root is None else list(root.iter("{*}item", "{*}entry", "item", "entry"))
 
 
-def _outline_elements(root) -> list:
+def _outline_elements(root: Element | None) -> list[Element]:
     return [] if root is None else [e for e in root.iter() if _local(e.tag) == "outline"]
 
 
-def _section_of(root) -> str | None:
+def _section_of(root: Element) -> str | None:
     """The feed's title."""
     return _child_text(next(root.iter("{*}channel", "{*}feed", "channel", "feed"), root), "title")
 
 
-def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[Row]:
+def _entries(root: Element, entries: list[Element], lines: list[int], seed: str, warn: Warn, base: str | None) -> Iterator[ExportRow]:
     """The rows of the feed's `entries` (on their `lines`)."""
     section = _section_of(root)
     tag_elements, read = TAG_ELEMENTS, READ_ELEMENTS
     for number, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):  # the column: a feed written on one line has one line
         texts: dict[str, str] = {}  # each child's first non-empty text, by local name: one pass
-        href, tags = None, []
+        href: str | None = None
+        tags: list[str] = []
         for child in entry:
             name = child.tag
             if name.__class__ is not str:  # (a comment's or instruction's tag is a function)
@@ -396,17 +413,17 @@ def _entries(root, entries: list, lines: list[int], seed: str, warn: Warn, base:
             continue
         added = next((texts[name] for name in DATE_ELEMENTS if name in texts), None)
         href = href.strip()
-        yield _joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added
+        yield ExportRow(_joined(base, href) if base else href, line, number, texts.get("title"), section, tuple(tags), added)
 
 
-def _outlines(outlines: list, lines: list[int], base: str | None) -> Iterator[Row]:
+def _outlines(outlines: list[Element], lines: list[int], base: str | None) -> Iterator[ExportRow]:
     for number, (outline, line) in enumerate(zip(outlines, lines, strict=True), 1):
         href = outline.get("htmlUrl") or outline.get("xmlUrl") or outline.get("url")
         if not href:
             continue  # a folder
         parent = outline.getparent()
         folder = parent.get("text") or parent.get("title") if parent is not None and _local(parent.tag) == "outline" else None
-        yield _joined(base, href.strip()), line, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None
+        yield ExportRow(_joined(base, href.strip()), line, number, outline.get("text") or outline.get("title"), folder, outline.get("category"), None)
 
 
 def _joined(base: str | None, href: str) -> str:
@@ -425,13 +442,13 @@ def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _child_text(element, name: str) -> str | None:
+def _child_text(element: Element, name: str) -> str | None:
     for child in element:
         if _local(child.tag) == name and (child.text or "").strip():
             return " ".join(child.text.split())
     return None
 
 
-def _first(item: dict, names: tuple[str, ...]) -> str:
-    lowered = {str(k).lower(): k for k in item}
+def _first(item: Iterable[str], names: tuple[str, ...]) -> str:
+    lowered = {k.lower(): k for k in item}
     return next((lowered[n] for n in names if n in lowered), names[0])

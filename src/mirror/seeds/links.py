@@ -79,7 +79,19 @@ def _target(hit: _Found) -> tuple[str, str | None, tuple[str, ...]]:
 _new_object, _set_attribute = object.__new__, object.__setattr__
 
 
-def _link(url, url_as_written, seed, line, col, title, section, skip_reason, candidates, tags=None, added=None) -> Link:  # noqa: PLR0913
+def _link(
+    url: str,
+    url_as_written: str,
+    seed: str,
+    line: int,
+    col: int,
+    title: str | None,
+    section: str | None,
+    skip_reason: str | None,
+    candidates: tuple[str, ...],
+    tags: str | None = None,
+    added: str | None = None,
+) -> Link:
     """Link(...) at a third of the cost: a frozen dataclass's __init__ sets each field
     through object.__setattr__ (a second per million links)."""
     link = _new_object(Link)
@@ -103,7 +115,7 @@ def _link(url, url_as_written, seed, line, col, title, section, skip_reason, can
     return link
 
 
-def _reference(line: str) -> re.Match | None:
+def _reference(line: str) -> re.Match[str] | None:
     """`[label]: url "title"`, when its target is a link (see _REFERENCE_TARGET)."""
     ref = _REFERENCE.match(line)
     return ref if ref is not None and _REFERENCE_TARGET.match(ref[2]) else None

@@ -52,8 +52,8 @@ def parse_text(text: str, seed: str) -> list[Link]:
     links: list[Link] = []
     section: str | None = None
     for i, (line, kind, hits) in enumerate(zip(lines, kinds, found, strict=True)):
-        if kind == "heading":
-            section = _clean_title(_HEADING.match(line)[2])
+        if kind == "heading" and (heading := _HEADING.match(line)):
+            section = _clean_title(heading[2])
         elif kind == "label":
             section = _label_text(line)
         elif kind == "text" and i not in consumed and _is_plain_heading(lines, kinds, i):
@@ -155,8 +155,10 @@ def _may_link(line: str) -> bool:
 
 
 def _label_text(line: str) -> str:
-    m = _BOLD_LABEL.match(line)
-    return _clean_title(m[2] if m else _LABEL.match(line)[1])
+    if bold := _BOLD_LABEL.match(line):
+        return _clean_title(bold[2])
+    label = _LABEL.match(line)
+    return _clean_title(label[1] if label else line)
 
 
 def _neighbour_titles(lines: list[str], kinds: list[str]) -> tuple[dict[int, str], set[int]]:

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from types import TracebackType
+from typing import NamedTuple
 
 __all__ = ["BulkWriter"]
 
@@ -22,6 +23,12 @@ _CHUNK = 20_000  # rows per statement: big enough to amortize, small enough to s
 _QUEUED = 64  # chunks waiting: lets the builder run well ahead (1e6 rows), in bounded memory
 # item i of a row's JSON array as an SQL value: ->> came with SQLite 3.38, json_extract before it
 _ITEM = "value ->> {}" if sqlite3.sqlite_version_info >= (3, 38) else "json_extract(value, '$[{}]')"
+
+
+class _Job(NamedTuple):
+    sql: str
+    params: Sequence[object] = ()  # the statement's
+    rows: list[tuple[object, ...]] | None = None  # or rows to run it for, one by one
 
 
 class BulkWriter:
@@ -34,7 +41,7 @@ class BulkWriter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._jobs: queue.Queue[tuple[str, list] | None] = queue.Queue(maxsize=_QUEUED)  # (sql, parameters)
+        self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=_QUEUED)
         self._error: BaseException | None = None
         self._cancelled = False
         self._thread = threading.Thread(target=self._run, name="mirror-bulk-insert", daemon=True)
@@ -50,7 +57,7 @@ class BulkWriter:
         if exc is None and self._error is not None:
             raise self._error
 
-    def insert(self, verb: str, table: str, columns: Sequence[str], rows: Iterable[Sequence], fixed: dict[str, object] | None = None) -> None:
+    def insert(self, verb: str, table: str, columns: Sequence[str], rows: Iterable[Sequence[object]], fixed: dict[str, object] | None = None) -> None:
         """`verb` ("insert", "insert or ignore") the rows into `columns` of `table`, each row
         followed by the `fixed` values (one for every row)."""
         fixed = fixed or {}
@@ -65,25 +72,24 @@ class BulkWriter:
                 raise self._error
             text = json.dumps(chunk, ensure_ascii=False)
             if "\\u0000" in text:  # SQLite's JSON strings end at a NUL: bind those rows one by one
-                self._jobs.put((row_by_row, [(*row, *fixed.values()) for row in chunk]))
+                self._jobs.put(_Job(row_by_row, rows=[(*row, *fixed.values()) for row in chunk]))
             else:
-                self._jobs.put((from_json, [text, *fixed.values()]))
+                self._jobs.put(_Job(from_json, [text, *fixed.values()]))
 
     def execute(self, sql: str) -> None:
         """One statement after the rows queued before it (an index to build over them)."""
         if self._error is not None:
             raise self._error
-        self._jobs.put((sql, []))
+        self._jobs.put(_Job(sql))
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
             if self._error is not None or self._cancelled:
                 continue  # drained, so that insert() and __exit__ never wait on a full queue
-            sql, params = job
             try:
-                if params and isinstance(params[0], tuple):  # rows with a NUL, one by one
-                    self._conn.executemany(sql, params)
+                if job.rows is not None:  # rows with a NUL, one by one
+                    self._conn.executemany(job.sql, job.rows)
                 else:
-                    self._conn.execute(sql, params)
+                    self._conn.execute(job.sql, job.params)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 self._error = exc

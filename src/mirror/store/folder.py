@@ -47,7 +47,10 @@ class ArchiveFolder:
     """The lock and the WARC files of an archive (mixed into `Archive`)."""
 
     path: Path
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
 
     @contextmanager
     def lock(self, wait: float = 0.0) -> Iterator[None]:
@@ -101,4 +104,4 @@ class ArchiveFolder:
     def mark_warcs_closed(self, files: list[str]) -> None:
         if files:
             with self.db.atomic():
-                self.db["warc_files"].upsert_all(({"file": f, "closed_at": now()} for f in files), pk="file")
+                self.db.table("warc_files").upsert_all(({"file": f, "closed_at": now()} for f in files), pk="file")

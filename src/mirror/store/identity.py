@@ -26,7 +26,11 @@ class DuplicateWrites:
     """The duplicate bookkeeping of `RowWriters` (mixed into it): a capture's status and
     original, and the pages handed on when an original changes."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
+
     adopted: list[str]
     released: list[str]
 
@@ -51,7 +55,8 @@ class DuplicateWrites:
                 {"url": url, "archived": PageStatus.ARCHIVED, "final": final_url, "final_normalized": normalize(final_url)},
             ).fetchone()
             if row is not None:
-                return row[0]
+                same: str = row[0]
+                return same
         if extraction is None or not extraction.canonical or not extraction.title or not _same_site(final_url, extraction.canonical):
             return None
         canonical = extraction.canonical
@@ -61,7 +66,7 @@ class DuplicateWrites:
             {"url": url, "archived": PageStatus.ARCHIVED, "canonical": canonical, "title": extraction.title},
         ):
             if _same_site(other_final or other, canonical) and same_text(text, extraction.text):
-                return other
+                return str(other)
         return None
 
     def _identify(self, url: str, final_url: str, status: PageStatus, extraction: Extraction | None) -> tuple[PageStatus, str | None]:

@@ -45,7 +45,11 @@ class InventoryStats:
 class InventoryWrites:
     """The inventory's writes of an `Archive` (mixed into `RowWriters`)."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
+
     conn: sqlite3.Connection
 
     def record_inventory(self, inventory: Inventory) -> InventoryStats:
@@ -169,26 +173,31 @@ def _drop_indexes(conn: sqlite3.Connection, table: str, adding: int) -> list[str
     return [sql for _, sql in indexes]
 
 
-def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[tuple[str, int, int], tuple]:
+_LinkKey = tuple[str, int, int]  # a link's place: seed, line, col
+_LinkValues = tuple[str, str, str | None, str | None, str | None, str | None]  # url, url_as_written, title, section, tags, added
+_Names = tuple[str, ...]  # a page's seeds, or its sections
+
+
+def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[_LinkKey, _LinkValues]:
     """(seed, line, col) -> (url, url_as_written, title, section, tags, added) of the links recorded for `seeds`."""
-    rows = {}
+    rows: dict[_LinkKey, _LinkValues] = {}
     for seed in seeds:
-        for line, col, *values in conn.execute(
+        for line, col, url, written, title, section, tags, added in conn.execute(
             "select line, col, url, url_as_written, title, section, tags, added from links where seed = ?", [seed]
         ):
-            rows[(seed, line, col)] = tuple(values)
+            rows[(seed, line, col)] = url, written, title, section, tags, added
     return rows
 
 
-def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -> dict[str, tuple[tuple, tuple]]:
+def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -> dict[str, tuple[_Names, _Names]]:
     """`seeds` and `sections` of each new page, as `_SET_FACETS` would find them.
 
     Its links rows are the ones just inserted, in this order, unless an older
     row now points to it too: then it is left to `_SET_FACETS` (it is in `touched`).
     Known pages that got a link are added to `touched`.
     """
-    facets: dict[str, tuple[tuple, tuple]] = {}
-    alone: dict[tuple, tuple[tuple, tuple]] = {}  # (seed, section) -> the facets of a page with that one link
+    facets: dict[str, tuple[_Names, _Names]] = {}
+    alone: dict[tuple[str, str | None], tuple[_Names, _Names]] = {}  # (seed, section) -> the facets of a page with that one link
     for link in inserted:
         url = link.url
         if url in known:
@@ -206,11 +215,11 @@ def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -
             sections += (section,)
         facets[url] = seeds, sections
     for url in touched.intersection(facets):
-        facets[url] = None, None
+        del facets[url]  # (no facets: `_SET_FACETS` finds them)
     return facets
 
 
-class _JsonArrays(dict):
+class _JsonArrays(dict[_Names | None, str | None]):
     """tuple -> the JSON array SQLite's json_group_array spells for it, one query per distinct
     tuple (on a connection of its own: the archive's is busy with the bulk inserts)."""
 
@@ -218,8 +227,9 @@ class _JsonArrays(dict):
         super().__init__({None: None})
         self.conn = sqlite3.connect(":memory:")
 
-    def __missing__(self, items: tuple) -> str:
+    def __missing__(self, items: _Names | None) -> str:
         query = "select json_group_array(value) from json_each(?)"
+        made: str
         made = self[items] = self.conn.execute(query, [json.dumps(items)]).fetchone()[0]
         return made
 
@@ -237,17 +247,19 @@ def _glued_candidates(links: list[Link]) -> dict[str, list[str]]:
     return glued
 
 
-def _page_rows(urls: list[str], first: dict[str, Link], glued: dict[str, list[str]], facets: dict[str, tuple], next_id: int) -> Iterator[tuple]:
+def _page_rows(
+    urls: list[str], first: dict[str, Link], glued: dict[str, list[str]], facets: dict[str, tuple[_Names, _Names]], next_id: int
+) -> Iterator[tuple[object, ...]]:
     """The new pages' values: `_PLAIN_PAGE_COLUMNS` for a pending page without glued-URL
     repairs (nearly every one), else `_PAGE_COLUMNS`."""
-    no_facets = (None, None)
+    no_facets: tuple[None, None] = (None, None)
     with closing(_JsonArrays()) as json_array:
         for page_id, url in enumerate(urls, next_id):
             link = first[url]
             seeds, sections = facets.get(url, no_facets)
-            seeds, sections = json_array[seeds], json_array[sections]
+            seeds_json, sections_json = json_array[seeds], json_array[sections]
             if link.skip_reason is None and url not in glued:
-                yield url, _host(url), page_id, page_id, seeds, sections
+                yield url, _host(url), page_id, page_id, seeds_json, sections_json
                 continue
             problem = None
             if link.skip_reason:  # seeds classified every link already: only a skipped one needs its message
@@ -258,11 +270,11 @@ def _page_rows(urls: list[str], first: dict[str, Link], glued: dict[str, list[st
                 problem = classify(link.url_as_written)
             candidates = json.dumps(glued[url]) if url in glued else None
             if problem is None and candidates is None:
-                yield url, _host(url), page_id, page_id, seeds, sections
+                yield url, _host(url), page_id, page_id, seeds_json, sections_json
             elif problem is None:
-                yield url, _host(url), PageStatus.PENDING, None, None, candidates, page_id, page_id, seeds, sections
+                yield url, _host(url), PageStatus.PENDING, None, None, candidates, page_id, page_id, seeds_json, sections_json
             else:
-                yield url, None, PageStatus.SKIPPED, problem[0], problem[1], candidates, page_id, page_id, seeds, sections
+                yield url, None, PageStatus.SKIPPED, problem[0], problem[1], candidates, page_id, page_id, seeds_json, sections_json
 
 
 _PLAIN_HOST = re.compile(r"https?://([a-z0-9.\-]+)(?::[0-9]*)?(?=[/?#]|\Z)")  # as `normalize` writes most URLs

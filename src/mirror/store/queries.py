@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-from .._types import CaptureKind, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
+from .._types import CapturedPage, CaptureKind, PageResources, PageStatus, PageToFetch, Reason, ResourceStatus, Source, WarcLocation
 from .schema import article_markdown
 
 __all__ = [
+    "Row",
     "archived_resource_urls",
     "attempts_of",
     "find_page",
@@ -29,7 +30,10 @@ __all__ = [
 ]
 
 
-def warc_location(row: Mapping, prefix: str = "") -> WarcLocation | None:
+Row = dict[str, Any]  # a database row as sqlite-utils reads it: column -> value
+
+
+def warc_location(row: Mapping[str, Any], prefix: str = "") -> WarcLocation | None:
     """The capture a row's `warc_file` / `warc_offset` / `warc_length` point at (None: no capture)."""
     file = row[f"{prefix}warc_file"]
     return WarcLocation(file, row[f"{prefix}warc_offset"], row[f"{prefix}warc_length"]) if file else None
@@ -44,18 +48,22 @@ def warc_values(location: WarcLocation | None, prefix: str = "") -> dict[str, ob
     }
 
 
-def page_by_id(db: sqlite_utils.Database, page_id: int) -> dict | None:
+def page_by_id(db: sqlite_utils.Database, page_id: int) -> Row | None:
     return with_markdown(next(db.query("select * from pages where id = ?", [page_id]), None))
 
 
-def with_markdown(page: dict | None) -> dict | None:
+@overload
+def with_markdown(page: Row) -> Row: ...
+@overload
+def with_markdown(page: None) -> None: ...
+def with_markdown(page: Row | None) -> Row | None:
     """A page row with its article's Markdown (`markdown`) read from the compressed column."""
     if page is not None:
         page["markdown"] = article_markdown(page.pop("markdown_z", None)) if "markdown_z" in page else page.get("markdown")
     return page
 
 
-def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> dict | None:
+def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None) -> Row | None:
     """A page by its id, its URL (as written or `normalized`) or where it ended up."""
     return with_markdown(
         next(
@@ -69,12 +77,12 @@ def find_page(db: sqlite_utils.Database, key: str, normalized: str | None = None
     )
 
 
-def origins(db: sqlite_utils.Database, url: str) -> list[dict]:
+def origins(db: sqlite_utils.Database, url: str) -> list[Row]:
     """The seed lines that link to a page."""
     return list(db.query("select seed, line, section, title, tags from links where url = ? order by seed, line", [url]))
 
 
-def attempts_of(db: sqlite_utils.Database, url: str) -> list[dict]:
+def attempts_of(db: sqlite_utils.Database, url: str) -> list[Row]:
     """A page's request history, newest first."""
     return list(
         db.query(
@@ -88,7 +96,7 @@ def archived_resource_urls(db: sqlite_utils.Database) -> set[str]:
     return {r["url"] for r in db.query("select distinct url from resources where status = ?", [ResourceStatus.ARCHIVED])}
 
 
-def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
+def latest_resource(db: sqlite_utils.Database, url: str) -> Row | None:
     """The newest archived capture of a resource (image, stylesheet, font) at `url`."""
     return next(
         db.query(
@@ -102,7 +110,10 @@ def latest_resource(db: sqlite_utils.Database, url: str) -> dict | None:
 class PipelineReads:
     """What the runs ask an `Archive` (mixed into it)."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
 
     def pages_to_fetch(
         self, *, retry_failed: bool = False, refresh: bool = False, only: Iterable[str] | None = None, linked: bool = True
@@ -143,17 +154,17 @@ class PipelineReads:
             for row in rows
         ]
 
-    def captured_pages(self) -> list[tuple[str, str, WarcLocation]]:
-        """(url, final_url, capture) of every page with a saved copy."""
+    def captured_pages(self) -> list[CapturedPage]:
+        """Every page with a saved copy."""
         rows = self.db.query("select url, final_url, warc_file, warc_offset, warc_length from pages where warc_file is not null order by url")
-        return [(r["url"], r["final_url"] or r["url"], warc_location(r)) for r in rows]
+        return [CapturedPage(r["url"], r["final_url"] or r["url"], WarcLocation(r["warc_file"], r["warc_offset"], r["warc_length"])) for r in rows]
 
     def statuses_of(self, urls: list[str]) -> dict[str, int]:
         """How many of these pages have each status."""
         rows = self.db.execute("select status, count(*) from pages where url in (select value from json_each(?)) group by status", [json.dumps(urls)])
         return dict(rows.fetchall())
 
-    def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[dict]:
+    def pages_to_render(self, every_html: bool, thin_words: int, only: Iterable[str] | None = None) -> list[Row]:
         """Pages whose latest HTTP capture no browser has rendered (a run without one made it):
         candidates the run judges by the evidence in their capture (`browser.decide`).
 
@@ -195,9 +206,9 @@ class PipelineReads:
         )
         return warc_location(row) if row else None
 
-    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[tuple[str, str, list[str], list[str]]]:
-        """(url, final_url, image URLs, stylesheet URLs) of archived articles whose images or
-        stylesheets are not all fetched (a stopped run, a re-extraction), among `only` when given."""
+    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[PageResources]:
+        """The archived articles whose images or stylesheets are not all fetched (a stopped run, a
+        re-extraction), among `only` when given."""
         rows = self.db.query(
             "select url, final_url, images, stylesheets from pages where status = ? "
             "and (images is not null or stylesheets is not null) and resources_at is null",
@@ -206,15 +217,17 @@ class PipelineReads:
         if only is not None:
             wanted = set(only)
             rows = (r for r in rows if r["url"] in wanted)
-        return [(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows]
+        return [
+            PageResources(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows
+        ]
 
-    def failed_resources_of(self, url: str) -> tuple[str, list[str], list[str]] | None:
-        """(final_url, image URLs, stylesheet URLs) of an archived article some of whose resources
-        failed (a host that was down, a name that did not exist), for a refresh to ask again."""
+    def failed_resources_of(self, url: str) -> PageResources | None:
+        """The resources of an archived article some of which failed (a host that was down, a name
+        that did not exist), for a refresh to ask again."""
         if self.db.execute("select 1 from resources where page_url = ? and status = ? limit 1", [url, ResourceStatus.FAILED]).fetchone() is None:
             return None
         row = self.db.execute("select final_url, images, stylesheets from pages where url = ? and status = ?", [url, PageStatus.ARCHIVED]).fetchone()
-        return (row[0] or url, json.loads(row[1] or "[]"), json.loads(row[2] or "[]")) if row else None
+        return PageResources(url, row[0] or url, json.loads(row[1] or "[]"), json.loads(row[2] or "[]")) if row else None
 
     def archived_resource_urls(self) -> set[str]:
         return archived_resource_urls(self.db)

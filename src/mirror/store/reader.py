@@ -7,7 +7,7 @@ import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from .folder import ArchiveError, check_folder
 from .schema import DB_NAME, needs_migration, open_db
@@ -60,7 +60,7 @@ class ArchiveReader:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -122,7 +122,7 @@ EXTRACTED_COLUMNS = (
 )
 
 
-def stored_extraction(row: dict) -> dict[str, object]:
+def stored_extraction(row: Mapping[str, Any]) -> dict[str, object]:
     """An extraction's columns as `pages` stores them: the Markdown compressed (`markdown_z`)."""
     values = {column: row[column] for column in EXTRACTED_COLUMNS if column != "markdown"}
     values["markdown_z"] = compress_markdown(row["markdown"])
@@ -206,25 +206,25 @@ DEAD_NAMES_COLUMNS = {"name": str, "until": float}
 def _baseline(db: sqlite_utils.Database) -> None:
     """Every table, column and index above, whatever older layout the file had
     (archives from before versioned migrations all start here)."""
-    _ensure_table(db["links"], LINKS_COLUMNS, pk=("seed", "line", "col"))
-    _ensure_table(db["pages"], PAGES_COLUMNS, pk="url")
-    _ensure_table(db["seeds"], SEEDS_COLUMNS, pk="seed")
-    _ensure_table(db["attempts"], ATTEMPTS_COLUMNS, pk="id")
-    _ensure_table(db["warc_files"], WARC_FILES_COLUMNS, pk="file")
-    _ensure_table(db["dead_names"], DEAD_NAMES_COLUMNS, pk="name")
-    _ensure_table(db["resources"], RESOURCES_COLUMNS, pk=("page_url", "url"))
-    db["resources"].create_index(["url"], if_not_exists=True)
-    db["attempts"].create_index(["url"], if_not_exists=True)
-    db["links"].create_index(["url"], if_not_exists=True)
+    _ensure_table(db.table("links"), LINKS_COLUMNS, pk=("seed", "line", "col"))
+    _ensure_table(db.table("pages"), PAGES_COLUMNS, pk="url")
+    _ensure_table(db.table("seeds"), SEEDS_COLUMNS, pk="seed")
+    _ensure_table(db.table("attempts"), ATTEMPTS_COLUMNS, pk="id")
+    _ensure_table(db.table("warc_files"), WARC_FILES_COLUMNS, pk="file")
+    _ensure_table(db.table("dead_names"), DEAD_NAMES_COLUMNS, pk="name")
+    _ensure_table(db.table("resources"), RESOURCES_COLUMNS, pk=("page_url", "url"))
+    db.table("resources").create_index(["url"], if_not_exists=True)
+    db.table("attempts").create_index(["url"], if_not_exists=True)
+    db.table("links").create_index(["url"], if_not_exists=True)
     _number_pages(db)
-    db["pages"].create_index(["id"], unique=True, if_not_exists=True)
+    db.table("pages").create_index(["id"], unique=True, if_not_exists=True)
     # the reading home's latest articles, and ranked table search's count and facets
     # (read from this index alone, never from the large page rows)
-    db["pages"].create_index(["status", "fetched_at"], if_not_exists=True)
-    db["pages"].create_index(FACETS_COLUMNS, index_name=FACETS_INDEX, if_not_exists=True)
+    db.table("pages").create_index(["status", "fetched_at"], if_not_exists=True)
+    db.table("pages").create_index(FACETS_COLUMNS, index_name=FACETS_INDEX, if_not_exists=True)
     # the link_health view (the reading home's panel) reads each linked page's state from this index
     # alone: through the page rows, 100,000 links took more than datasette's second
-    db["pages"].create_index(
+    db.table("pages").create_index(
         ["url", "status", "source", "health", "health_since", "warc_file"], index_name=HEALTH_INDEX, unique=True, if_not_exists=True
     )
     if _fts.ensure_index(db):
@@ -249,8 +249,8 @@ def _versions(db: sqlite_utils.Database) -> None:
     """The versions table, and each captured page's saved copy as its first version (the copy an
     archive made before versions were kept)."""
     _baseline(db)
-    _ensure_table(db["versions"], VERSIONS_COLUMNS, pk="id")
-    db["versions"].create_index(["page_url", "id"], if_not_exists=True)
+    _ensure_table(db.table("versions"), VERSIONS_COLUMNS, pk="id")
+    db.table("versions").create_index(["page_url", "id"], if_not_exists=True)
     db.execute(f"create view if not exists {HEALTH_VIEW} as {LINK_HEALTH_SQL}")
     from .._util.similar import text_hash
 
@@ -368,7 +368,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def migrate(db: sqlite_utils.Database) -> int:
     """Apply the migrations this database has not had, in one transaction; returns how many."""
     with db.atomic():
-        version = db.execute("PRAGMA user_version").fetchone()[0]
+        version: int = db.execute("PRAGMA user_version").fetchone()[0]
         for step in MIGRATIONS[version:]:
             step(db)
         if version < SCHEMA_VERSION:
@@ -402,7 +402,7 @@ def open_db(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
 def needs_migration(path: Path) -> bool:
     conn = _connect_readonly(path)
     try:
-        return conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
+        return bool(conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION)
     finally:
         conn.close()
 
@@ -441,7 +441,7 @@ def reindex_rows(db: sqlite_utils.Database, *, missing_only: bool = False, urls:
 
 
 def next_page_id(db: sqlite_utils.Database) -> int:
-    return db.execute("select coalesce(max(id), 0) + 1 from pages").fetchone()[0]
+    return int(db.execute("select coalesce(max(id), 0) + 1 from pages").fetchone()[0])
 
 
 def _number_pages(db: sqlite_utils.Database) -> None:
@@ -453,9 +453,9 @@ def _number_pages(db: sqlite_utils.Database) -> None:
             db.execute("update pages set id = ? where url = ?", [start + offset, url])
 
 
-def _ensure_table(table: sqlite_utils.db.Table, columns: dict[str, type], pk: str | tuple[str, ...]) -> None:
+def _ensure_table(table: sqlite_utils.db.Table, columns: Mapping[str, type], pk: str | tuple[str, ...]) -> None:
     if not table.exists():
-        table.create(columns, pk=pk, not_null={pk} if isinstance(pk, str) else set(pk))
+        table.create(dict(columns), pk=pk, not_null={pk} if isinstance(pk, str) else set(pk))
         return
     existing = {c.name for c in table.columns}
     for name, kind in columns.items():

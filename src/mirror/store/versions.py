@@ -21,7 +21,10 @@ __all__ = ["VersionWrites"]
 class VersionWrites:
     """The versions part of `RowWriters` (its state is the archive's)."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
 
     def _record_version(self, result: PageResult, extraction: Extraction | None, before: Before, stamp: str, shell: bool = False) -> VersionState:
         """One `versions` row for this capture or check (the render's, when its article won), and the page's `health`."""
@@ -49,13 +52,13 @@ class VersionWrites:
         )
         return state
 
-    def _record_render_version(self, url: str, render: Render, stamp: str) -> None:
+    def _record_render_version(self, url: str, render: Render, article: Extraction, stamp: str) -> None:
         """A render of the saved HTTP capture whose article became the page's: a version of its own
         (`how` browser). It is that capture read better, not a new look at the page: it repeats the
         state of the version it was made from (a page fetched once is `first`, not `changed`)."""
         before = Before(self.db, url, True)
         made_from = self.db.execute("select state from versions where id = ?", [before.saved_version]).fetchone() if before.saved_version else None
-        changed = changed_fraction(before.text, render.article.text) if before.text is not None else None
+        changed = changed_fraction(before.text, article.text) if before.text is not None else None
         if made_from and made_from[0] in (VersionState.FIRST, VersionState.CHANGED):
             state = VersionState(made_from[0])
         else:
@@ -65,7 +68,7 @@ class VersionWrites:
             stamp,
             "browser",
             state,
-            render.article,
+            article,
             {
                 "http_status": render.status,
                 "final_url": render.final_url,
@@ -74,7 +77,7 @@ class VersionWrites:
             },
         )
 
-    def _add_version(self, url: str, stamp: str, how: str, state: VersionState, extraction: Extraction | None, more: dict) -> None:
+    def _add_version(self, url: str, stamp: str, how: str, state: VersionState, extraction: Extraction | None, more: dict[str, object]) -> None:
         """One `versions` row, and the page's `health` (since when it has been so)."""
         row = {
             "page_url": url,

@@ -35,7 +35,10 @@ __all__ = ["InventoryStats", "RowWriters"]
 class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
     """The writes of an `Archive` (mixed into it)."""
 
-    db: sqlite_utils.Database
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
 
     def record_fetch(self, result: PageResult, *, had_capture: bool, extraction: Extraction | None = None) -> PageStatus | None:
         """One page's outcome, its attempts, its article and its render (`result.render`), in one
@@ -46,9 +49,10 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         A render whose article won is the page's capture (`capture` browser, the DOM its record)."""
         stamp = now()
         final, render = result.final, result.render
-        won = render is not None and render.won
-        if won:
-            extraction = render.article
+        won_render = render if render is not None and render.won else None  # the browser's article is the page's
+        won = won_render is not None
+        if won_render is not None:
+            extraction = won_render.article
         status: PageStatus | None = None
         original = None
         with self.db.atomic():
@@ -67,7 +71,7 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
                     update |= {"etag": final.etag, "last_modified": final.last_modified}
                 extraction = None
             elif final.ok:
-                final_url = render.final_url if won else final.final_url
+                final_url = won_render.final_url if won_render is not None else final.final_url
                 status, original = self._identify(result.url, final_url, extraction.status if extraction else PageStatus.ARCHIVED, extraction)
                 update |= _capture_values(result, stamp, status, original, extraction)
             else:
@@ -75,7 +79,8 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             if render is not None:
                 update |= _render_values(render, stamp)
             _update_page(self.db, result.url, update)
-            self._settle(result.url, update.get("final_url") or final.final_url, was, status, original, extraction)
+            settled = update.get("final_url")
+            self._settle(result.url, settled if isinstance(settled, str) and settled else final.final_url, was, status, original, extraction)
             if extraction is not None:
                 self._save_extraction(result.url, extraction, index=original is None)
                 if final.ok and final.status != 304:  # what the page's snapshot needs, fetched after: a stop resumes it
@@ -192,7 +197,8 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             for (page_id,) in stale:
                 _fts.unindex_page(self.db, page_id)
             reindex_rows(self.db, missing_only=True)
-            return self.db.execute(f"select count(*) from {_fts.INDEXED}").fetchone()[0]
+            indexed: int = self.db.execute(f"select count(*) from {_fts.INDEXED}").fetchone()[0]
+            return indexed
 
     def record_render(self, url: str, render: Render) -> PageStatus | None:
         """A browser's render of a page's saved HTTP capture (one a run without a browser made): its
@@ -205,13 +211,13 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
         with self.db.atomic():
             was = self._status(url)
             update = _render_values(render, stamp)
-            if render.article is not None:
-                self._record_render_version(url, render, stamp)
-                status, original = self._identify(url, render.final_url, render.article.status, render.article)
+            if (article := render.article) is not None:
+                self._record_render_version(url, render, article, stamp)
+                status, original = self._identify(url, render.final_url, article.status, article)
                 update |= _browser_values(render) | {
                     "status": status,
                     "same_as": original,
-                    "canonical": render.article.canonical,
+                    "canonical": article.canonical,
                     "error": None,
                     "error_message": None,
                     "fetched_at": stamp,

@@ -47,15 +47,17 @@ def payload_coding(raw_headers: list[tuple[bytes, bytes]]) -> str:
     return ""
 
 
-def read_payload(archive_dir: Path, location: WarcLocation, limit: int = READ_LIMIT) -> tuple[StatusAndHeaders, bytes]:
+def read_payload(archive_dir: Path, location: WarcLocation | None, limit: int = READ_LIMIT) -> tuple[StatusAndHeaders, bytes]:
     """The HTTP headers and decoded body of the record at `location`, decoded in pieces
     and refused (WarcError) past `limit` bytes.
 
     A response record gives its HTTP headers; a resource or conversion record (a
     browser's rendered DOM, a screenshot) gives its WARC Content-Type as headers.
-    The location comes from the database, which may be crafted: see `_record_bytes`.
-    Raises WarcError.
+    The location comes from the database, which may be crafted: see `_record_bytes`;
+    None (a row without a saved copy) is no record either. Raises WarcError.
     """
+    if location is None:
+        raise WarcError("no saved copy")
     headers, body, more = _read(archive_dir, location, limit)
     if more:
         raise WarcError(f"{location.file}:{location.offset}: the payload decodes to more than {limit:,} bytes")
@@ -100,8 +102,10 @@ def record_id(archive_dir: Path, location: WarcLocation) -> str | None:
     return None
 
 
-def original(archive_dir: Path, location: WarcLocation) -> Original | None:
-    """What a revisit of the response record at `location` names (None: unreadable, or no response)."""
+def original(archive_dir: Path, location: WarcLocation | None) -> Original | None:
+    """What a revisit of the response record at `location` names (None: no location, unreadable, or no response)."""
+    if location is None:
+        return None
     try:
         data, _ = _record_bytes(archive_dir, location)
         for record in ArchiveIterator(data):

@@ -75,11 +75,11 @@ def _copy_or_report(path: Path, sink, wanted: set[tuple[str, int]], pages: set[s
 def _writers_files(names: list[str]) -> dict[str, str]:
     """Each file -> the file its writer filled just before it (`CaptureWriter` names them
     prefix-time-pid-serial; a pid used again by a later run: the latest file before each)."""
-    places = {}
+    places: dict[tuple[str, str, int], list[tuple[str, str]]] = {}
     for name in names:
         if found := _NAME.fullmatch(name):
             places.setdefault((found["run"], found["pid"], int(found["serial"])), []).append((found["stamp"], name))
-    before = {}
+    before: dict[str, str] = {}
     for (run, pid, serial), files in places.items():
         for stamp, name in files:
             earlier = [(s, f) for s, f in places.get((run, pid, serial - 1), []) if s <= stamp]
@@ -91,8 +91,9 @@ def _writers_files(names: list[str]) -> dict[str, str]:
 def _chain(before: dict[str, str], name: str) -> list[str]:
     """The files `name`'s writer filled before it, newest first."""
     chain = []
-    while (name := before.get(name)) is not None:
-        chain.append(name)
+    while (earlier := before.get(name)) is not None:
+        chain.append(earlier)
+        name = earlier
     return chain
 
 

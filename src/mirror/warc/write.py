@@ -164,6 +164,8 @@ class CaptureWriter:
     def _abandon(self, start: int) -> None:
         """After a failed write: cut the half record if we can; the next run's repair checks the file."""
         file, self._file = self._file, None
+        if file is None or self._name is None:  # (nothing was open)
+            return
         self.unfinished.append(self._name)
         try:
             os.ftruncate(file.fileno(), start)
