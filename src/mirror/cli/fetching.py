@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import BrowserMode
+from .._util.text import count
 from ._common import err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     AllowPrivate,
@@ -129,7 +130,8 @@ def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet
     reach = max(feed_reach(url) for url in feeds.seeds)
     options = dataclasses.replace(options, headers={} if not options.header_all_hosts else options.headers, page_reach=int(reach))
     if not quiet:
-        err.print(f"{len(feeds.links)} entries in {len(feeds.seeds)} feed(s) given ({', '.join(map(safe, feeds.seeds))}): fetching them")
+        given = ", ".join(map(safe, feeds.seeds))
+        err.print(f"{count(len(feeds.links), 'entry', 'entries')} in {count(len(feeds.seeds), 'feed')} given ({given}): fetching them")
     summary = _run_fetch(archive, options, feeds, _urls(feeds))
     if not quiet:
         _tell(summary, feeds, feeds.seeds, False)
@@ -255,7 +257,7 @@ def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all
 def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: Inventory) -> str:
     pages = len({link.url for link in inventory.links if not link.skip_reason})
     if not pages:
-        return f"nothing to fetch: no web page among the {len(inventory.links)} links read{_skipped_note(inventory)}"
+        return f"nothing to fetch: no web page among the {count(len(inventory.links), 'link')} read{_skipped_note(inventory)}"
     which = "the reading lists link"
     if sources and not all_pending:
         which = "this reading list links" if len(sources) == 1 and "://" not in sources[0] else "these sources link"
@@ -270,7 +272,8 @@ def _skipped_note(inventory: Inventory) -> str:
     skipped = [link for link in inventory.links if link.skip_reason]
     if not skipped:
         return ""
-    return f"; {len(skipped)} links are not web pages and are skipped (`mirror links` lists them with the reason)"
+    are = "is not a web page and is" if len(skipped) == 1 else "are not web pages and are"
+    return f"; {count(len(skipped), 'link')} {are} skipped (`mirror links` lists them with the reason)"
 
 
 def reindex(
@@ -286,4 +289,4 @@ def reindex(
     due = counts.pop("with images to fetch", 0)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
     if due:
-        err.print(f"{due} articles now show images not archived yet: the next `mirror fetch` fetches them")
+        err.print(f"{count(due, 'article')} now {'shows' if due == 1 else 'show'} images not archived yet: the next `mirror fetch` fetches them")

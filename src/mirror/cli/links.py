@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import PageStatus
-from .._util.text import strip_controls
+from .._util.text import count, strip_controls
 from ..store import DB_NAME
 from ._common import err, open_archive, out, print_json, read_inventory, safe
 from ._options import ArchiveDir, Sources
@@ -52,7 +52,7 @@ def links(
     else:
         out.print(_links_table(inventory.links, out.width))
     err.print(
-        f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
+        f"{count(stats.links, 'link')} in {count(len(inventory.seeds), 'seed')} -> {count(stats.pages, 'page')} "
         f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / DB_NAME)}"
     )
 
@@ -97,9 +97,9 @@ def _links_summary(inventory: Inventory) -> Table:
         pages.setdefault(link.seed, set()).add(link.url)
     from rich.table import Table
 
-    table = Table("seed", title=f"{len(inventory.links)} links: too many to list, use --json for every one")
+    table = Table("seed", title=f"{count(len(inventory.links), 'link')}: too many to list, use --json for every one")
     for column in ("links", "pages", "skipped"):
         table.add_column(column, justify="right")
-    for seed, count in links.items():
-        table.add_row(safe(seed), str(count), str(len(pages[seed])), str(skipped[seed]))
+    for seed, n in links.items():
+        table.add_row(safe(seed), str(n), str(len(pages[seed])), str(skipped[seed]))
     return table

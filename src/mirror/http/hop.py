@@ -13,6 +13,7 @@ import httpx
 
 from .. import warc
 from .._types import Exchange, Reason, http_error
+from .._util.text import count
 from ..warc import PAGE_HEADER, Capture
 from .blocked import HINT, blocked_reason
 from .body import decode_head, is_htmlish, raw_reason, read_body
@@ -85,7 +86,7 @@ class Hops:
             hop.location = self.writer.write(capture)
         body.close()
         if truncated:
-            hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
+            hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {count(self.max_bytes, 'byte', thousands=True)} (decoded); refused"
             return hop
         return self._classified(hop, response, head, original, budget)
 

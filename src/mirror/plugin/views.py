@@ -19,6 +19,7 @@ from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
 from ..extract.images import LAZY_ATTRIBUTES, LAZY_SRCSETS, document_base, image_source, is_fallback_copy
 from ..search import SearchError, parse_limit, search
+from .._util.text import count
 from ..check import link_health as health
 from ..store import queries
 from ..urls import web_url
@@ -173,7 +174,7 @@ async def resource_view(datasette, request):
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
         if len(body) > MAX_CSS_BYTES:  # rewriting costs seconds per megabyte
-            return Response(f"/* not served: {len(body)} bytes of CSS */", content_type="text/css; charset=utf-8", headers=headers)
+            return Response(f"/* not served: {count(len(body), 'byte')} of CSS */", content_type="text/css; charset=utf-8", headers=headers)
         archived = await _read(db, queries.archived_resource_urls)
         local = lambda u: _resource_path(datasette, u) if u in archived else None  # noqa: E731
         css = await asyncio.to_thread(serve_css, body, content_type, url, local)
