@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
-__all__ = ["SAME_TEXT", "SHINGLE", "changed_fraction", "same_text", "text_hash"]
+__all__ = ["CHANGED_AT_LEAST", "SAME_TEXT", "SHINGLE", "changed_fraction", "same_text", "text_hash"]
 
 SHINGLE = 8  # characters: a run this long is rarely shared by two different texts, Chinese or English
 SAME_TEXT = 0.75  # of the two texts' runs (first 5,000 characters), shared: one article, edited a little
@@ -36,16 +36,20 @@ def same_text(a: str | None, b: str | None) -> bool:
     return len(mine & theirs) >= SAME_TEXT * len(mine | theirs)
 
 
+CHANGED_AT_LEAST = 0.0001  # what a text that differs at all changed by, at the least: never 0
+
+
 def changed_fraction(before: str | None, after: str | None) -> float:
     """How much of the text changed, 0 (the same) to 1 (nothing in common): the share of the
-    two versions' 8-character runs that only one of them has."""
+    two versions' 8-character runs that only one of them has. Two texts that differ (whitespace
+    aside) changed by CHANGED_AT_LEAST at least, however long they are and however small the edit."""
     a, b = _plain(before), _plain(after)
     if a == b:
         return 0.0
     if not a or not b:
         return 1.0
     mine, theirs = _shingles(a), _shingles(b)
-    return round(1 - len(mine & theirs) / len(mine | theirs), 3)
+    return max(CHANGED_AT_LEAST, round(1 - len(mine & theirs) / len(mine | theirs), 4))
 
 
 @functools.lru_cache(maxsize=64)

@@ -214,12 +214,14 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
     from .. import fetch as fetching
     from .progress import FetchReporter
 
-    reporter = FetchReporter(err.get())
+    reporter = FetchReporter(err.get(), label="check" if options.check else "fetch")
     try:
         with open_archive(archive, create=inventory is not None, lock=True, cleanup=reporter.stop) as store:
             if inventory is not None:
                 store.record_inventory(inventory)
-            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, only=only)
+            summary = fetching.run(
+                store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, on_tail=reporter.tail, only=only
+            )
     except fetching.FetchError as exc:
         reporter.stop()
         fail(str(exc), code=2)
@@ -236,20 +238,30 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
 
 def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all_pending: bool) -> None:
     """What the run did, on stderr: a table of pages, or why there was nothing to do."""
-    if summary.left_pending:
+    if summary.left_pending and summary.left_pending == summary.done:  # the run tried nothing: one line says so
         from ..http.host_health import OFFLINE_HINT
 
-        err.print(f"[red]{OFFLINE_HINT}[/]; {summary.left_pending} pages left pending: the next `mirror fetch` tries them")
-    elif summary.total == 0 and not summary.images_resumed:
+        err.print(f"[red]{OFFLINE_HINT}[/]; {count(summary.left_pending, 'page')} left pending: the next `mirror fetch` tries them")
+    elif summary.total == 0 and not (summary.images_resumed or summary.deferred_due or summary.rendered):
         if inventory.links:  # (a list without links has said so already)
             err.print(_nothing_to_fetch(sources, all_pending, inventory))
-    elif summary.total == 0:  # images only: the first line said whose; no empty table of pages
+    elif summary.total == 0:  # images or renders of pages saved before only: no empty table of pages
+        from .progress import DEFERRED
+
+        if summary.rendered:
+            outcomes = ", ".join(f"{outcome} {n}" for outcome, n in summary.rendered.most_common())
+            err.print(f"{count(sum(summary.rendered.values()), 'page')} saved before rendered in the browser: {outcomes}")
+        resources = summary.resources
+        if resources.asked:
+            err.print(f"{count(resources.done - resources.failed, 'image')} fetched, {resources.failed} failed")
         if summary.deferred:
-            err.print(f"{summary.deferred} images deferred to the next run (their host names had no answer yet)")
+            err.print(f"{summary.deferred} {DEFERRED}")
     else:
         from .progress import summary_table
 
         err.print(summary_table(summary))
+        if summary.left_pending:
+            err.print(f"{count(summary.left_pending, 'page')} left pending (never really tried): the next `mirror fetch` tries them")
         if note := _skipped_note(inventory):
             err.print(note[2:])
 

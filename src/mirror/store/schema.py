@@ -156,6 +156,8 @@ RESOURCES_COLUMNS = {
     "warc_offset": int,
     "warc_length": int,
     "fetched_at": str,
+    "tries": int,  # runs that deferred it (its host name had no answer when the run ended)
+    "retry_at": str,  # a deferred one: when a run may ask for it again (the backoff grows with `tries`)
 }
 # One row per request chain: the history of every page.
 ATTEMPTS_COLUMNS = {
@@ -297,6 +299,16 @@ def _compact(db: sqlite_utils.Database) -> None:
             db.execute("update pages set markdown = null")
 
 
+def _second_hour(db: sqlite_utils.Database) -> None:
+    """Issue 42: the link_health view grouped by its own columns (a list's `first` and `same`
+    pages were two `alive` rows, and the reading home showed one), a page never archived `failed`;
+    resources.tries and retry_at, and the deferred ones found at once (a partial index)."""
+    _baseline(db)
+    db.execute(f"drop view if exists {HEALTH_VIEW}")
+    db.execute(f"create view {HEALTH_VIEW} as {LINK_HEALTH_SQL}")
+    db.execute("create index if not exists idx_resources_deferred on resources(retry_at) where retry_at is not null")
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -308,7 +320,8 @@ def _drop_status_index(db: sqlite_utils.Database) -> None:
 # new columns and indexes).
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
-# 10: pages.render_gain and render_basis (the browser inside the fetch)
+# 10: pages.render_gain and render_basis (the browser inside the fetch); 11: the link_health view regrouped,
+# resources.tries and retry_at (deferred resources asked again after a backoff)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _drop_status_index,
@@ -320,6 +333,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _compact,
     _baseline,
+    _second_hour,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)
