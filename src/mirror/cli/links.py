@@ -75,7 +75,7 @@ def _links_table(links: list, width: int) -> Table:
 
 def _link_cells(link) -> tuple[str, str, str, str, str]:
     note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
-    return f"{link.seed.rsplit('/', 1)[-1]}:{link.line}", link.section or "", link.title or "", link.url, note
+    return f"{link.seed}:{link.line}", link.section or "", link.title or "", link.url, note  # (the seed as --seed takes it)
 
 
 def _middle(text: str, width: int) -> str:

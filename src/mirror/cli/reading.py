@@ -12,7 +12,7 @@ import typer
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
-from ._common import TerminalStyle, fail, open_archive, out, print_json, safe, stdout_errors, write_out
+from ._common import TerminalStyle, fail, open_archive, out, print_json, reading_list, safe, stdout_errors, write_out
 from ._options import ArchiveDir
 
 
@@ -30,6 +30,7 @@ def search_command(
 
     try:
         with open_archive(archive, readonly=True) as store:
+            seed = reading_list(store.conn, seed)
             hits = search(store.conn, query, limit=limit, site=site, seed=seed, section=section)
             unmatched = [] if hits else unmatched_filters(store.conn, site=site, seed=seed, section=section)
     except SearchError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._util.text import readable_date, strip_controls
 from ..search import MAX_LIMIT
-from ._common import ARCHIVE_ENV, TerminalStyle, fail, open_archive, print_json, write_out
+from ._common import ARCHIVE_ENV, TerminalStyle, fail, open_archive, print_json, reading_list, write_out
 
 # option -> (parameter, takes a value); `--archive` also comes from ARCHIVE_ENV
 OPTIONS = {
@@ -87,6 +87,7 @@ def search(query: str, archive: Path, limit: int, as_json: bool, site: str | Non
 
     try:
         with open_archive(archive, readonly=True) as store:
+            seed = reading_list(store.conn, seed)
             hits = search(store.conn, query, limit=limit, site=site, seed=seed, section=section)
             unmatched = [] if hits else unmatched_filters(store.conn, site=site, seed=seed, section=section)
     except SearchError as exc:
