@@ -19,6 +19,7 @@ from .._types import CaptureKind, Exchange, Extraction, PageResult, PageStatus, 
 from .._util.faults import crash_point
 from ._sql import _insert_many, _update_page
 from .folder import now
+from .forget import ForgetWrites
 from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
@@ -36,7 +37,7 @@ __all__ = ["DEFERRED_BACKOFF", "InventoryStats", "RowWriters"]
 DEFERRED_BACKOFF = (600, 3600, 6 * 3600, 24 * 3600)
 
 
-class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
+class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites, ForgetWrites):
     """The writes of an `Archive` (mixed into it)."""
 
     db: sqlite_utils.Database
