@@ -154,5 +154,6 @@ class HostHealth:
 
 def _said(exc: BaseException, what: str) -> str:
     """A lookup's failure in a person's words: `what` happened, then what the resolver said."""
-    text = str(exc)[:300] or type(exc).__name__
+    said = exc.args[1] if isinstance(exc, OSError) and len(exc.args) == 2 and isinstance(exc.args[1], str) else str(exc)  # (no "[Errno -3]")
+    text = said[:300] or type(exc).__name__
     return text if text.startswith(what) else f"{what}: {text}"
