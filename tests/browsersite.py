@@ -119,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         path = self.path.split("?")[0]
         with self.server.lock:
             self.server.hits[path] = self.server.hits.get(path, 0) + 1

@@ -21,7 +21,7 @@ def renderer(**options) -> Renderer:
 
 
 @pytest.mark.slow
-def test_the_browser_is_restarted_when_it_takes_more_memory_than_allowed(site):  # noqa: F811
+def test_the_browser_is_restarted_when_it_takes_more_memory_than_allowed(site):
     chromium_or_skip()
 
     async def render_all(r: Renderer) -> list:
@@ -42,7 +42,7 @@ def test_the_browser_is_restarted_when_it_takes_more_memory_than_allowed(site): 
 
 
 @pytest.mark.slow
-def test_a_run_over_the_memory_limit_goes_on_with_every_page_recorded(tmp_path, site):  # noqa: F811
+def test_a_run_over_the_memory_limit_goes_on_with_every_page_recorded(tmp_path, site):
     chromium_or_skip()
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "list.txt").write_text("\n".join(site.url(p) for p in ("/spa", "/static", "/shell", "/lazy")) + "\n")

@@ -198,7 +198,7 @@ def test_relative_links_are_reported_by_fetch(cli, tmp_path, web):
     url = web.add("/page", article("页"))
     (tmp_path / "list.md").write_text(f"{url}\nsee ./notes.md\n", encoding="utf-8")
     result = cli("fetch", "list.md", *QUICK_ARGS)
-    assert "1 links are not web pages and are skipped" in result.stderr
+    assert "1 link is not a web page and is skipped" in result.stderr
     assert db_of(tmp_path)["pages"].get("./notes.md")["status"] == "skipped"
 
 

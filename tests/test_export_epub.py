@@ -30,7 +30,7 @@ def book(cli, tmp_path, web) -> Path:
     assert cli("fetch", "注意力.md", *QUICK).exit_code == 0
     result = cli("export", "epub", "book.epub", "--seed", "注意力.md")
     assert result.exit_code == 0, result.output
-    assert "2 chapters, 1 images" in result.output
+    assert "2 chapters, 1 image" in result.output
     return tmp_path / "book.epub"
 
 

@@ -208,7 +208,7 @@ def test_a_missing_warc_file_is_reported(cli, tmp_path, web):
     for warc in (tmp_path / "archive" / "warc").glob("*.warc.gz"):
         warc.unlink()
     result = cli("export", "wacz", "x.wacz")
-    assert "were not found in its WARC files" in result.output
+    assert "1 capture the archive names was not found in its WARC files" in result.output
 
 
 def test_a_lists_link_archived_under_another_list_goes_with_it(cli, tmp_path, web):
@@ -242,7 +242,7 @@ def test_a_lists_export_reads_only_the_files_its_pages_were_written_to(cli, tmp_
     assert result.exit_code == 0 and "damaged" not in result.output, result.output
     assert ("response", mine) in {(kind, url) for kind, url, _ in records(tmp_path / "mine.wacz")}
     whole = cli("export", "wacz", "all.wacz")  # the whole archive's export does read it
-    assert f"{other.name} is damaged" in whole.output and "1 captures the archive names were not found" in whole.output
+    assert f"{other.name} is damaged" in whole.output and "1 capture the archive names was not found" in whole.output
 
 
 def test_the_files_a_writer_filled_before_a_kept_one_are_found():

@@ -51,7 +51,7 @@ def test_an_offline_run_of_one_url_or_with_a_resolver_saying_no_such_name_leaves
     everything while offline (some do): nothing was reached, so nothing was really tried."""
     monkeypatch.setenv("MIRROR_NAMESERVERS", f"127.0.0.1:{closed_udp_port()}")
     result = cli("fetch", f"http://one.test:{web.port}/post", *QUICK_ARGS)
-    assert result.exit_code == 0 and "1 pages left pending" in result.stderr, result.output
+    assert result.exit_code == 0 and "1 page left pending" in result.stderr, result.output
     assert [row["status"] for row in db_of(tmp_path)["pages"].rows] == ["pending"]
     with DNSServer("127.0.0.1") as dns:  # answers NXDOMAIN for every name
         monkeypatch.setenv("MIRROR_NAMESERVERS", dns.nameserver)

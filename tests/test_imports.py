@@ -299,7 +299,7 @@ def test_a_feed_url_given_to_fetch_is_read_as_a_feed(cli, tmp_path, web):
     assert all(row["status"] == "archived" for row in rows.values())
     assert db["pages"].get(url)["status"] is not None  # the feed itself is archived too
     again = cli("fetch", url, "--delay", "0")  # read from its saved copy; nothing fetched again
-    assert again.exit_code == 0 and "2 entries in 1 feed(s)" in again.output
+    assert again.exit_code == 0 and "2 entries in 1 feed given" in again.output
 
 
 def test_a_page_given_as_a_url_is_not_a_feed(cli, tmp_path, web):
@@ -320,7 +320,7 @@ def test_a_feeds_entries_get_no_header_of_the_user_and_no_more_private_address(c
         "/feed", f'<rss version="2.0"><channel><item><link>{entry}</link></item></channel></rss>'.encode(), content_type="application/rss+xml"
     )
     result = cli("fetch", url, "--delay", "0", "--retries", "0", "--header", "Authorization: Bearer MINE")
-    assert result.exit_code == 0 and "1 entries in 1 feed(s)" in result.output
+    assert result.exit_code == 0 and "1 entry in 1 feed given" in result.output
     assert web.recorder.headers["/feed"][0].get("Authorization") == "Bearer MINE"
     assert "Authorization" not in web2.recorder.headers["/entry"][0]
 

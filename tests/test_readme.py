@@ -94,7 +94,7 @@ def make_certificates(folder: Path, hosts: list[str]) -> tuple[Path, Path, Path]
 
 
 class _Pages(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         title = PAGES.get(urlsplit(self.path).path)
         body = ARTICLE.format(title=title, body="Tiling keeps attention in fast on-chip memory. " * 8).encode() if title else b"not here"
         self.send_response(200 if title else 404)

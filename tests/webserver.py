@@ -121,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         rec = self.server.recorder
         if self.path.startswith("http://"):  # a proxy request: absolute URI
             proxied = rec.pages.get(urlsplit(self.path).path)

@@ -103,6 +103,7 @@ class Outcome(StrEnum):
     FAILED = PageStatus.FAILED.value
     GONE = "gone"  # failed now, but an earlier capture is kept
     DUPLICATE = PageStatus.DUPLICATE.value  # archived before under another link
+    LEFT_PENDING = "left pending"  # never really tried: the machine was offline (the next run tries it)
 
 
 class VersionState(StrEnum):

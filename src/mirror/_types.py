@@ -137,6 +137,7 @@ class Exchange:
     give_up: bool = False  # retrying cannot help: the host is down for this run, or the URL is bad
     revisit: bool = False  # the payload is the saved copy's, byte for byte: `location` is a revisit record, no body
     host_dead: bool = False  # the host's name does not exist or it refused the connection (not a lookup without answer)
+    unreached: bool = False  # never left this machine: its name had no answer, or no route to the network (offline: never really tried)
 
     @property
     def ok(self) -> bool:

@@ -14,14 +14,13 @@ import functools
 import hashlib
 import zlib
 
-__all__ = ["SAME_TEXT", "SHINGLE", "changed_fraction", "same_text", "text_hash"]
+__all__ = ["CHANGED_AT_LEAST", "SAME_TEXT", "SHINGLE", "changed_fraction", "same_text", "text_hash"]
 
 SHINGLE = 8  # characters: a run this long is rarely shared by two different texts, Chinese or English
 SAME_TEXT = 0.75  # of the two texts' runs (first 5,000 characters), shared: one article, edited a little
 FULL_CHARS = 200_000  # texts up to this long are compared on every run (an article of the web: a few thousand)
 MAX_SAMPLED = 50_000  # runs kept of a longer text, about (each a 4-byte number)
 MAX_COMPARED = 1_000_000  # characters of each text read for the sample (a quarter of a second each)
-LEAST_CHANGE = 0.001  # what two texts that differ are never less changed than
 
 
 def _plain(text: str | None) -> str:
@@ -47,9 +46,13 @@ def same_text(a: str | None, b: str | None) -> bool:
     return len(mine & theirs) >= SAME_TEXT * len(mine | theirs)
 
 
+CHANGED_AT_LEAST = 0.0001  # what a text that differs at all changed by, at the least: never 0
+
+
 def changed_fraction(before: str | None, after: str | None) -> float:
     """How much of the text changed, 0 (the same) to 1 (nothing in common): the share of the
-    two versions' 8-character runs that only one of them has."""
+    two versions' 8-character runs that only one of them has. Two texts that differ (whitespace
+    aside) changed by CHANGED_AT_LEAST at least, however long they are and however small the edit."""
     a, b = _plain(before), _plain(after)
     if a == b:
         return 0.0
@@ -63,7 +66,7 @@ def changed_fraction(before: str | None, after: str | None) -> float:
         mine, theirs = _sampled(a, every), _sampled(b, every)
         if not (mine | theirs):
             return 1.0
-    return max(LEAST_CHANGE, round(1 - len(mine & theirs) / len(mine | theirs), 3))
+    return max(CHANGED_AT_LEAST, round(1 - len(mine & theirs) / len(mine | theirs), 4))
 
 
 @functools.lru_cache(maxsize=64)  # same_text's: 5,000 characters each, a duplicate's text asked again

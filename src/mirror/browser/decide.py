@@ -19,6 +19,7 @@ import re
 
 from .._enums import BrowserMode, PageStatus
 from .._types import Extraction
+from .._util.text import count
 from ..extract.charset import MIN_COMMON, MIN_HAN, common_share
 
 __all__ = ["CHALLENGES", "HEAD_BYTES", "better", "evidence", "needs_head"]
@@ -84,8 +85,8 @@ def better(render: Extraction | None, http: Extraction | None) -> tuple[str, str
     if http is None or http.status != PageStatus.ARCHIVED:
         return "render", "the HTTP capture had no article"
     if render.word_count >= max(http.word_count * MORE_WORDS, http.word_count + MIN_GAIN):
-        return "render", f"{render.word_count} words where the HTTP capture had {http.word_count}"
-    return "http", f"no more text than the HTTP capture ({render.word_count} words against {http.word_count})"
+        return "render", f"{count(render.word_count, 'word')} where the HTTP capture had {http.word_count}"
+    return "http", f"no more text than the HTTP capture ({count(render.word_count, 'word')} against {http.word_count})"
 
 
 def _encoding_not_worse(render: Extraction, http: Extraction | None) -> bool:

@@ -22,29 +22,36 @@ HEALTH_INDEX = "pages_link_health"  # what the view reads of a page
 _CENTURY = 100 * 365 * 86400.0  # an age past this is "ever"
 # per reading list, how many of its links are in each state, and since when (the earliest); each
 # page's state read from an index (HEALTH_INDEX), not from its row, which SQLite's planner
-# would otherwise do (a lookup by url takes the primary key's index first)
+# would otherwise do (a lookup by url takes the primary key's index first). Grouped by the
+# result's columns (1, 2): `group by health` would name the pages' own column, and `first` and
+# `same` would be two `alive` rows of one list. A page never archived that failed is `failed`
+# (a 404 included), as the list view says: `gone` is a page archived that went.
 LINK_HEALTH_SQL = f"""
 select links.seed as reading_list,
        case when pages.status = 'skipped' then 'not a web page'
             when pages.status = 'pending' then 'not fetched yet'
             when pages.source = 'wayback' then 'wayback only'
             when pages.health in ('first', 'same') or (pages.health is null and pages.warc_file is not null) then 'alive'
-            when pages.health is null then 'failed'
+            when pages.health is null or (pages.health = 'gone' and pages.warc_file is null) then 'failed'
             else pages.health end as health,
        count(distinct pages.url) as links,
        min(pages.health_since) as since
 from links join pages indexed by {HEALTH_INDEX} on pages.url = links.url
-group by reading_list, health
+group by 1, 2
 """
 
 
-def pages_to_check(db: sqlite_utils.Database, *, older_than: float, site: str | None = None, seed: str | None = None) -> list[str]:
+def pages_to_check(
+    db: sqlite_utils.Database, *, older_than: float, site: str | None = None, seed: str | None = None, pending: bool = False
+) -> list[str]:
     """The pages a check asks again: those not checked for `older_than` seconds (a check stopped
-    halfway resumes where it stopped), archived or never archived, that some reading list links
-    (`seed`'s, when given), on `site` (a host and its subdomains) when given."""
+    halfway resumes where it stopped), archived or tried and never archived, that some reading
+    list links (`seed`'s, when given), on `site` (a host and its subdomains) when given. Never a
+    `pending` page (unless `pending`): a check checks what was fetched, and a page never fetched
+    is `mirror fetch`'s (an offline check would otherwise fail it, and fetch skip it)."""
     cutoff = (datetime.now(UTC) - timedelta(seconds=max(-_CENTURY, min(older_than, _CENTURY)))).isoformat(timespec="seconds")
-    where = ["status != ?", "(checked_at is null or checked_at <= ?)"]
-    values: list[object] = [PageStatus.SKIPPED, cutoff]
+    where = [f"status not in ({', '.join('?' * (1 if pending else 2))})", "(checked_at is null or checked_at <= ?)"]
+    values: list[object] = [PageStatus.SKIPPED, *([] if pending else [PageStatus.PENDING]), cutoff]
     if seed is not None:
         where.append("exists (select 1 from links where links.url = pages.url and links.seed = ?)")
         values.append(seed)
@@ -74,8 +81,8 @@ def _ascii_site(site: str) -> str:
 
 
 def pages_matching(db: sqlite_utils.Database, *, site: str | None = None, seed: str | None = None) -> int:
-    """How many pages `site` and `seed` select, checked or not (none: the user mistyped one)."""
-    return len(pages_to_check(db, older_than=-_CENTURY, site=site, seed=seed))
+    """How many pages `site` and `seed` select, checked or not, fetched or not (none: the user mistyped one)."""
+    return len(pages_to_check(db, older_than=-_CENTURY, site=site, seed=seed, pending=True))
 
 
 def link_health(db: sqlite_utils.Database) -> list[dict]:

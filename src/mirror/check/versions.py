@@ -10,7 +10,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-from .._types import Extraction, PageResult, PageStatus, Reason, VersionState
+from .._types import CaptureKind, Extraction, PageResult, PageStatus, Reason, VersionState
 from .._util.similar import changed_fraction, same_text, text_hash
 from .soft404 import sign_in
 
@@ -94,6 +94,11 @@ def version_state(result: PageResult, extraction: Extraction | None, before: Bef
             return VersionFound(VersionState.FIRST, None, None)
         if final.status == 304 or final.revisit:  # (the HTTP status, or revisit_of, says which)
             return VersionFound(VersionState.SAME, 0.0, None)
+        render = result.render
+        if render is not None and render.won and before.capture != CaptureKind.BROWSER and render.basis == text_hash(before.text):
+            # the first render of a page saved over plain HTTP, whose HTTP text is the saved one: a
+            # better reading of an unchanged page, not a change (its article is the render's now)
+            return VersionFound(VersionState.SAME, 0.0, "rendered in a browser for the first time; the page's own text is unchanged")
         if shell:
             if extraction is not None and before.render_basis and text_hash(extraction.text) == before.render_basis:
                 return VersionFound(VersionState.SAME, 0.0, "the page's shell is unchanged (its saved copy was rendered in a browser)")
@@ -116,8 +121,8 @@ def version_state(result: PageResult, extraction: Extraction | None, before: Bef
         return VersionFound(VersionState.SOFT_404, None, final.message)
     if error == Reason.BLOCKED:
         return VersionFound(VersionState.BLOCKED, None, final.message)
-    if final.status in _GONE_STATUSES:
-        return VersionFound(VersionState.GONE, None, final.message)
+    if final.status in _GONE_STATUSES:  # gone: it was archived and went; a page never archived just failed (one name everywhere)
+        return VersionFound(VersionState.GONE if before.had_capture else VersionState.FAILED, None, final.message)
     if final.host_dead and before.dead_since and _age(before.dead_since) >= DEAD_AFTER:
         return VersionFound(VersionState.GONE, None, f"{final.message} (the host has been dead since {before.dead_since})")
     return VersionFound(VersionState.FAILED, None, final.message)

@@ -152,6 +152,24 @@ def read_inventory(sources: list[str] | None) -> Inventory:
     return inventory
 
 
+def reading_list(db, given: str | None) -> str | None:
+    """The reading list `--seed` (or `mirror forget`) names, as the archive stores it: the name
+    `mirror links` shows, the path typed to `mirror fetch`, or the file's name alone when one list
+    has it (`seeds.names.resolve_seed`). A name no list answers to ends the command (exit 2)."""
+    if given is None:
+        return None
+    from .._enums import COMMAND_LINE
+    from ..seeds.names import SeedNameError, resolve_seed
+
+    known = [row[0] for row in db.execute("select seed from seeds")]
+    if db.execute("select 1 from links where seed = ? limit 1", [COMMAND_LINE]).fetchone():
+        known.append(COMMAND_LINE)  # (URLs given on the command line: a list of their own)
+    try:
+        return resolve_seed(given, known)
+    except SeedNameError as exc:
+        fail(str(exc), code=2)
+
+
 STORAGE_ERRORS = (OSError, sqlite3.Error)
 
 

@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 
 from .._enums import BrowserMode, VersionState
+from .._util.text import count
 from ..check import report as check_report
-from ._common import err, fail, open_archive, print_json, safe
+from ._common import err, fail, open_archive, print_json, reading_list, safe
 from ._options import (
     AllowPrivate,
     ArchiveDir,
@@ -32,7 +33,6 @@ from ._options import (
 )
 
 RotFound = 3  # exit code of `--fail-on-rot` when a page went gone, soft 404 or blocked in this check
-_WORDS = {VersionState.SAME: "unchanged", VersionState.FIRST: "archived for the first time"}
 
 
 def _age(text: str | float) -> float:
@@ -57,7 +57,7 @@ def check(
     header: Header = None,
     cookies: Cookies = None,
     cookies_from_browser: CookiesFromBrowser = None,
-    seed: Annotated[str | None, typer.Option(help="Only pages this reading list links (as `mirror links` names it).")] = None,
+    seed: Annotated[str | None, typer.Option(help="Only pages this reading list links (its path, or its file's name).")] = None,
     allow_private: AllowPrivate = False,
     wayback: Wayback = False,
     wayback_api: WaybackApi = "https://archive.org",
@@ -86,6 +86,7 @@ def check(
     from ..check.link_health import link_health, pages_to_check
 
     with open_archive(archive, lock=True) as store:
+        seed = reading_list(store.db, seed)
         urls = pages_to_check(store.db, older_than=older_than, site=site, seed=seed)
         if not urls:
             said, mistaken = check_report.why_nothing(store.db, older_than, site, seed)
@@ -95,7 +96,7 @@ def check(
             fail(said, code=2)
         err.print(safe(said))
         if as_json:
-            print_json({"checked": 0, "states": {}, "pages": [], "health": health})
+            print_json({"checked": 0, "states": {}, "back": 0, "pages": [], "health": health})
         return
     summary = _run_fetch(archive, options, None, set(urls))
     with open_archive(archive) as store:
@@ -109,13 +110,19 @@ def check(
 
 
 def _tell(report: dict) -> None:
+    """The report in the words the progress bar used: the counts by state, how many links are
+    back, then the pages that are not unchanged (those back first)."""
     states = report["states"]
-    counts = ", ".join(f"{states[s]} {_WORDS.get(s, str(s).replace('_', ' '))}" for s in check_report.ORDER if states.get(s))
-    err.print(f"checked {report['checked']} pages: {counts or 'nothing recorded'}")
+    counts = ", ".join(f"{states[s]} {check_report.state_word(s)}" for s in check_report.ORDER if states.get(s))
+    back = f"; back: {report['back']}" if report["back"] else ""
+    err.print(f"checked {count(report['checked'], 'page')}: {counts or 'nothing recorded'}{back}")
     for page in report["pages"][:30]:
         state = VersionState(page["state"])
-        how = f" ({page['changed']:.0%} of the text)" if state == VersionState.CHANGED and page["changed"] is not None else ""
+        word = check_report.state_word(state)
+        if page["back_from"]:
+            word = f"back (was {check_report.state_word(page['back_from'])}), {word}"
+        how = f" ({check_report.share(page['changed'])} of the text)" if state == VersionState.CHANGED and page["changed"] is not None else ""
         note = f": {safe(page['note'])[:120]}" if page["note"] and state != VersionState.CHANGED else ""
-        err.print(f"  {_WORDS.get(state, str(state).replace('_', ' '))}{how}  {safe(page['url'])}{note}")
+        err.print(f"  {word}{how}  {safe(page['url'])}{note}")
     if len(report["pages"]) > 30:
         err.print(f"  … and {len(report['pages']) - 30} more (--json lists them all)")

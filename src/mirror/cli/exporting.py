@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import err, fail, open_archive, safe
+from .._util.text import count
+from ._common import err, fail, open_archive, reading_list, safe
 from ._options import ArchiveDir
 
 export_app = typer.Typer(
@@ -37,14 +38,14 @@ def markdown(
     if folder.exists() and not folder.is_dir():
         fail(f"{folder}: not a folder", code=2)
     with open_archive(archive) as store:
+        seed = reading_list(store.db, seed)
         try:
             summary = export_markdown(store.db, store.path, folder, seed=seed, site=site, since=since)
         except OSError as exc:
             fail(f"{folder}: cannot write the export ({exc.strerror or exc})")
     err.print(
-        f"{summary.articles} articles exported to {safe(str(folder))}: {summary.written} files written, "
-        f"{summary.unchanged} unchanged, {summary.images} images"
-        + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else "")
+        f"{count(summary.articles, 'article')} exported to {safe(str(folder))}: {count(summary.written, 'file')} written, "
+        f"{summary.unchanged} unchanged, {count(summary.images, 'image')}" + _never_archived(summary.missing_images)
     )
 
 
@@ -52,31 +53,25 @@ def markdown(
 def epub(
     file: Annotated[Path, typer.Argument(help="The book to write (FILE.epub).", dir_okay=False)],
     seed: Annotated[
-        str | None, typer.Option(help="The reading list to make a book of (as `mirror links` names it); needed when there are several.")
+        str | None,
+        typer.Option(help="The reading list to make a book of (its path, or its file's name).", show_default="every list: the whole archive"),
     ] = None,
     archive: ArchiveDir = Path("archive"),
 ) -> None:
     """A reading list as a book: one chapter per archived article in the list's order, its sections
-    as parts, archived images embedded, title, author, date and source URL at the head of each chapter."""
+    as parts, archived images embedded, title, author, date and source URL at the head of each chapter.
+    Without --seed, the whole archive: every reading list a part."""
     from ..export import EpubError, export_epub
-    from ..export.epub import reading_lists
 
     with open_archive(archive) as store:
-        lists = reading_lists(store.db)
-        if seed is None:
-            if len(lists) != 1:
-                fail(f"--seed names the reading list to make a book of: {', '.join(map(safe, lists)) or 'none yet'}", code=2)
-            seed = lists[0]
+        seed = reading_list(store.db, seed)
         try:
             summary = export_epub(store.db, store.path, file, seed)
         except EpubError as exc:
             fail(str(exc), code=2)
         except OSError as exc:
             fail(f"{file}: cannot write the book ({exc.strerror or exc})")
-    err.print(
-        f"{safe(str(file))}: {summary.chapters} chapters, {summary.images} images"
-        + (f", {summary.missing_images} images never archived (a note in their place)" if summary.missing_images else "")
-    )
+    err.print(f"{safe(str(file))}: {count(summary.chapters, 'chapter')}, {count(summary.images, 'image')}" + _never_archived(summary.missing_images))
 
 
 @export_app.command("wacz")
@@ -98,6 +93,7 @@ def wacz(
     if not file.parent.is_dir():
         fail(f"{file.parent}: no such folder", code=2)
     with open_archive(archive) as store:
+        seed = reading_list(store.db, seed)
         try:
             summary = export_wacz(
                 store.db,
@@ -115,8 +111,13 @@ def wacz(
     for name in summary.damaged or []:
         err.print(f"warning: {safe(name)} is damaged; its records before the damage are in the package")
     if summary.missing:
-        err.print(f"warning: {summary.missing} captures the archive names were not found in its WARC files (damaged or missing files)")
-    err.print(f"{safe(str(file))}: {summary.pages} pages, {summary.records} WARC records, {summary.bytes / 1e6:,.1f} MB")
+        were = "was" if summary.missing == 1 else "were"
+        err.print(f"warning: {count(summary.missing, 'capture')} the archive names {were} not found in its WARC files (damaged or missing files)")
+    err.print(f"{safe(str(file))}: {count(summary.pages, 'page')}, {count(summary.records, 'WARC record')}, {summary.bytes / 1e6:,.1f} MB")
+
+
+def _never_archived(missing: int) -> str:
+    return f", {count(missing, 'image')} never archived (a note in {'its' if missing == 1 else 'their'} place)" if missing else ""
 
 
 @export_app.command("bookmarks")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import BrowserMode
+from .._util.text import count
 from ._common import err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     POLITE,
@@ -133,7 +134,8 @@ def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet
     reach = max(feed_reach(url) for url in feeds.seeds)
     options = dataclasses.replace(options, headers={} if not options.header_all_hosts else options.headers, page_reach=int(reach))
     if not quiet:
-        err.print(f"{len(feeds.links)} entries in {len(feeds.seeds)} feed(s) given ({', '.join(map(safe, feeds.seeds))}): fetching them")
+        given = ", ".join(map(safe, feeds.seeds))
+        err.print(f"{count(len(feeds.links), 'entry', 'entries')} in {count(len(feeds.seeds), 'feed')} given ({given}): fetching them")
     summary = _run_fetch(archive, options, feeds, _urls(feeds))
     if not quiet:
         _tell(summary, feeds, feeds.seeds, False)
@@ -238,12 +240,14 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
     from .. import fetch as fetching
     from .progress import FetchReporter
 
-    reporter = FetchReporter(err.get())
+    reporter = FetchReporter(err.get(), label="check" if options.check else "fetch")
     try:
         with open_archive(archive, create=inventory is not None, lock=True, cleanup=reporter.stop) as store:
             if inventory is not None:
                 store.record_inventory(inventory)
-            summary = fetching.run(store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, only=only)
+            summary = fetching.run(
+                store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, on_tail=reporter.tail, only=only
+            )
     except fetching.FetchError as exc:
         reporter.stop()
         fail(str(exc), code=2)
@@ -260,20 +264,30 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
 
 def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all_pending: bool) -> None:
     """What the run did, on stderr: a table of pages, or why there was nothing to do."""
-    if summary.left_pending:
+    if summary.left_pending and summary.left_pending == summary.done:  # the run tried nothing: one line says so
         from ..http.host_health import OFFLINE_HINT
 
-        err.print(f"[red]{OFFLINE_HINT}[/]; {summary.left_pending} pages left pending: the next `mirror fetch` tries them")
-    elif summary.total == 0 and not summary.images_resumed:
+        err.print(f"[red]{OFFLINE_HINT}[/]; {count(summary.left_pending, 'page')} left pending: the next `mirror fetch` tries them")
+    elif summary.total == 0 and not (summary.images_resumed or summary.deferred_due or summary.rendered):
         if inventory.links:  # (a list without links has said so already)
             err.print(_nothing_to_fetch(sources, all_pending, inventory))
-    elif summary.total == 0:  # images only: the first line said whose; no empty table of pages
+    elif summary.total == 0:  # images or renders of pages saved before only: no empty table of pages
+        from .progress import DEFERRED
+
+        if summary.rendered:
+            outcomes = ", ".join(f"{outcome} {n}" for outcome, n in summary.rendered.most_common())
+            err.print(f"{count(sum(summary.rendered.values()), 'page')} saved before rendered in the browser: {outcomes}")
+        resources = summary.resources
+        if resources.asked:
+            err.print(f"{count(resources.done - resources.failed, 'image')} fetched, {resources.failed} failed")
         if summary.deferred:
-            err.print(f"{summary.deferred} images deferred to the next run (their host names had no answer yet)")
+            err.print(f"{summary.deferred} {DEFERRED}")
     else:
         from .progress import summary_table
 
         err.print(summary_table(summary))
+        if summary.left_pending:
+            err.print(f"{count(summary.left_pending, 'page')} left pending (never really tried): the next `mirror fetch` tries them")
         if note := _skipped_note(inventory):
             err.print(note[2:])
 
@@ -281,7 +295,7 @@ def _tell(summary: Summary, inventory: Inventory, sources: list[str] | None, all
 def _nothing_to_fetch(sources: list[str] | None, all_pending: bool, inventory: Inventory) -> str:
     pages = len({link.url for link in inventory.links if not link.skip_reason})
     if not pages:
-        return f"nothing to fetch: no web page among the {len(inventory.links)} links read{_skipped_note(inventory)}"
+        return f"nothing to fetch: no web page among the {count(len(inventory.links), 'link')} read{_skipped_note(inventory)}"
     which = "the reading lists link"
     if sources and not all_pending:
         which = "this reading list links" if len(sources) == 1 and "://" not in sources[0] else "these sources link"
@@ -296,7 +310,8 @@ def _skipped_note(inventory: Inventory) -> str:
     skipped = [link for link in inventory.links if link.skip_reason]
     if not skipped:
         return ""
-    return f"; {len(skipped)} links are not web pages and are skipped (`mirror links` lists them with the reason)"
+    are = "is not a web page and is" if len(skipped) == 1 else "are not web pages and are"
+    return f"; {count(len(skipped), 'link')} {are} skipped (`mirror links` lists them with the reason)"
 
 
 def reindex(
@@ -312,4 +327,4 @@ def reindex(
     due = counts.pop("with images to fetch", 0)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
     if due:
-        err.print(f"{due} articles now show images not archived yet: the next `mirror fetch` fetches them")
+        err.print(f"{count(due, 'article')} now {'shows' if due == 1 else 'show'} images not archived yet: the next `mirror fetch` fetches them")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import PageStatus
-from .._util.text import strip_controls
+from .._util.text import count, strip_controls
 from ..store import DB_NAME
 from ._common import err, open_archive, out, print_json, read_inventory, safe
 from ._options import ArchiveDir, Sources
@@ -52,7 +52,7 @@ def links(
     else:
         out.print(_links_table(inventory.links, out.width))
     err.print(
-        f"{stats.links} links in {len(inventory.seeds)} seeds -> {stats.pages} pages "
+        f"{count(stats.links, 'link')} in {count(len(inventory.seeds), 'seed')} -> {count(stats.pages, 'page')} "
         f"({stats.new_pages} new, {stats.skipped} skipped) recorded in {safe(archive / DB_NAME)}"
     )
 
@@ -89,7 +89,7 @@ def _links_table(links: list, width: int) -> Table:
 
 def _link_cells(link) -> tuple[str, str, str, str, str]:
     note = link.skip_reason or (f"{len(link.candidates)} repairs if 404" if link.candidates else "")
-    return f"{link.seed.rsplit('/', 1)[-1]}:{link.line}", link.section or "", link.title or "", link.url, note
+    return f"{link.seed}:{link.line}", link.section or "", link.title or "", link.url, note  # (the seed as --seed takes it)
 
 
 def _middle(text: str, width: int) -> str:
@@ -118,9 +118,9 @@ def _links_summary(inventory: Inventory) -> Table:
         pages.setdefault(link.seed, set()).add(link.url)
     from rich.table import Table
 
-    table = Table("seed", title=f"{len(inventory.links)} links: too many to list, use --json for every one")
+    table = Table("seed", title=f"{count(len(inventory.links), 'link')}: too many to list, use --json for every one")
     for column in ("links", "pages", "skipped"):
         table.add_column(column, justify="right")
-    for seed, count in links.items():
-        table.add_row(safe(seed), str(count), str(len(pages[seed])), str(skipped[seed]))
+    for seed, n in links.items():
+        table.add_row(safe(seed), str(n), str(len(pages[seed])), str(skipped[seed]))
     return table

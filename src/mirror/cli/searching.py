@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .._util.text import readable_date, strip_controls
-from ._common import TerminalStyle, fail, open_archive, print_json, write_out
+from ._common import TerminalStyle, fail, open_archive, print_json, reading_list, write_out
 
 
 def search(query: str, archive: Path, limit: int, as_json: bool, site: str | None, seed: str | None, section: str | None) -> None:
@@ -20,6 +20,7 @@ def search(query: str, archive: Path, limit: int, as_json: bool, site: str | Non
     style = TerminalStyle(sys.stdout)
     try:
         with open_archive(archive, readonly=True) as store:
+            seed = reading_list(store.conn, seed)
             hits = search(store.conn, query, limit=limit, site=site, seed=seed, section=section)
             unmatched = [] if hits else unmatched_filters(store.conn, site=site, seed=seed, section=section)
             pending = pending_matches(store.conn, query) if not hits and not unmatched and not as_json else (0, 0)

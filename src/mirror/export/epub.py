@@ -5,7 +5,9 @@ renders with CJK fonts. What the article says is sanitised (nh3) as the reader's
 what EPUBCheck (the validator every store and reader relies on) refuses never goes in: a link whose
 href sanitising removed (`javascript:`, `mailto:`) is its text alone, an image is embedded by what
 its bytes are, only in the formats every reader shows (EPUB 3's core media types), and an SVG only
-when it runs and loads nothing. The book's title is the list's own (its `# heading`)."""
+when it runs and loads nothing. The book's title is the list's own (its `# heading`). Without a
+list, the whole archive: every reading list a part, in turn, its sections within it, each article
+once (where a list first links it)."""
 
 from __future__ import annotations
 
@@ -50,17 +52,17 @@ def reading_lists(db) -> list[str]:
     return [row[0] for row in db.execute("select distinct seed from links order by seed")]
 
 
-def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
-    """Write reading list `seed` as the EPUB `out`."""
+def export_epub(db, archive_dir: Path, out: Path, seed: str | None = None) -> EpubSummary:
+    """Write reading list `seed` (None: every reading list, the whole archive) as the EPUB `out`."""
     from ebooklib import epub
 
-    if seed not in reading_lists(db):
+    if seed is not None and seed not in reading_lists(db):
         raise EpubError(f"no reading list {seed!r} in this archive (`mirror links` names them)")
     entries = list(
         db.query(
-            "select links.section, pages.* from links join pages on pages.url = links.url "
-            "where links.seed = ? and pages.status = ? order by links.line, links.col",
-            [seed, PageStatus.ARCHIVED.value],
+            "select links.seed as reading_list, links.section, pages.* from links join pages on pages.url = links.url "
+            "where (links.seed = :seed or :seed is null) and pages.status = :archived order by links.seed, links.line, links.col",
+            {"seed": seed, "archived": PageStatus.ARCHIVED.value},
         )
     )
     first: dict[str, Row] = {}  # a page listed twice: where it is first
@@ -68,12 +70,17 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
         first.setdefault(entry["url"], entry)
     entries = [with_markdown(e) for e in first.values()]
     if not entries:
+        if seed is None:
+            raise EpubError("the archive has no archived article yet (`mirror fetch LIST` first)")
         raise EpubError(f"reading list {seed!r} has no archived article yet (`mirror fetch {seed}` first)")
     language = Counter(e["language"] or "en" for e in entries).most_common(1)[0][0]
     book = epub.EpubBook()
-    book.set_identifier("mirror-" + hashlib.sha1(seed.encode()).hexdigest()[:16])
-    title = db.execute("select title from seeds where seed = ?", [seed]).fetchone() if db["seeds"].exists() else None
-    book.set_title((title and title[0]) or Path(seed).stem)
+    book.set_identifier("mirror-" + hashlib.sha1((seed or "\0whole archive").encode()).hexdigest()[:16])
+    if seed is not None:
+        title = db.execute("select title from seeds where seed = ?", [seed]).fetchone() if db["seeds"].exists() else None
+        book.set_title((title and title[0]) or Path(seed).stem)
+    else:
+        book.set_title(f"Reading lists ({', '.join(Path(s).stem for s in reading_lists(db))})"[:200])
     book.set_language(language)
     book.add_author("mirror")
     style = epub.EpubItem(uid="style", file_name="style.css", media_type="text/css", content=_STYLE.encode())
@@ -87,12 +94,12 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
         chapter.add_item(style)
         book.add_item(chapter)
         summary.chapters += 1
-        if not entry["section"]:
-            toc.append(chapter)
-            continue
-        if not (toc and isinstance(toc[-1], tuple) and toc[-1][0].title == entry["section"]):
-            toc.append((epub.Section(entry["section"], href=chapter.file_name), []))  # a part opens at its first chapter
-        toc[-1][1].append(chapter)
+        parts = toc
+        if seed is None:  # the whole archive: each reading list a part, its sections within it
+            parts = _part(toc, entry["reading_list"], chapter)
+        if entry["section"]:
+            parts = _part(parts, entry["section"], chapter)
+        parts.append(chapter)
     book.toc = toc
     book.spine = ["nav", *[item for item in book.get_items() if isinstance(item, epub.EpubHtml)]]
     book.add_item(epub.EpubNcx())
@@ -101,6 +108,15 @@ def export_epub(db, archive_dir: Path, out: Path, seed: str) -> EpubSummary:
     with replaced_whole(out) as temporary:  # a stopped export leaves no book that looks whole
         epub.write_epub(str(temporary), book)
     return summary
+
+
+def _part(toc: list, title: str, chapter) -> list:
+    """The chapters of the part `title` at the end of `toc`, opened at `chapter` if it is a new one."""
+    from ebooklib import epub
+
+    if not (toc and isinstance(toc[-1], tuple) and toc[-1][0].title == title):
+        toc.append((epub.Section(title, href=chapter.file_name), []))  # a part opens at its first chapter
+    return toc[-1][1]
 
 
 def _chapter(entry: dict, body: str) -> str:

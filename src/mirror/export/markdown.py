@@ -1,6 +1,8 @@
 """The archive as a folder of Markdown: one file per article with YAML front matter, its archived
-images saved beside it and linked relatively, and one index per reading list in the list's own
-order and sections. It opens as an Obsidian vault. File names are the titles (Chinese kept,
+images saved beside it and linked relatively, and one index per reading list that is the list
+itself: every link in its order and sections, an exported article linking to its file, any other
+link to its original URL with what became of it (failed and why, not fetched yet, not a web page,
+not in this export). It opens as an Obsidian vault. File names are the titles (Chinese kept,
 characters no file system takes replaced, at most ~200 bytes, Windows' device names suffixed,
 collisions with any name already taken numbered); a re-export rewrites only what changed."""
 
@@ -13,9 +15,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._enums import PageStatus
 from .._util.files import write_whole
 from .._util.text import strip_controls
 from ..store.queries import with_markdown
+from ..urls import web_url
 from ._images import archived_image
 from ._select import archived_pages
 
@@ -48,7 +52,7 @@ def export_markdown(db, archive_dir: Path, out: Path, *, seed: str | None = None
     pages = [with_markdown(page) for page in archived_pages(db, _COLUMNS, seed=seed, site=site, since=since)]
     names = _Names()
     stems = {page["url"]: names.take(page["title"] or page["url"].split("://", 1)[-1]) for page in pages}  # by page id: a re-export keeps them
-    lists = _reading_lists(db, seed, stems)
+    lists = _reading_lists(db, seed, stems, whole=not (site or since))
     indexes = {reading_list: names.take(Path(reading_list).stem, suffix=" (reading list)") for reading_list in lists}
     for page in pages:
         summary.articles += 1
@@ -158,32 +162,65 @@ def _tags(origins: list[dict]) -> list[str]:
     return list(tags)
 
 
-def _reading_lists(db, seed: str | None, names: dict[str, str]) -> dict[str, list[tuple[str | None, list[tuple[str, str]]]]]:
-    """Each reading list's exported articles in its own order, grouped by section."""
+Sections = list[tuple[str | None, list[str]]]  # a reading list's sections in order, each its index lines
+
+
+def _reading_lists(db, seed: str | None, names: dict[str, str], *, whole: bool) -> dict[str, Sections]:
+    """Each reading list's links in its own order, grouped by section, as index lines: every
+    link of every list (`seed`'s alone, when given), or, when a filter other than the list chose
+    the articles (not `whole`), the lists that link one of them."""
     where, values = ("where links.seed = ?", [seed]) if seed else ("", [])
-    lists: dict[str, list] = {}
+    lists: dict[str, Sections] = {}
+    chosen: set[str] = set()  # lists linking an exported article
     seen: set[tuple[str, str]] = set()
     for row in db.query(
-        f"select links.seed, links.section, links.url, coalesce(links.title, pages.title) as title from links "
-        f"join pages on pages.url = links.url {where} order by links.seed, links.line, links.col",
+        f"select links.seed, links.section, links.url, links.url_as_written, coalesce(links.title, pages.title) as title, "
+        f"pages.status, pages.error, pages.error_message, pages.same_as from links "
+        f"left join pages on pages.url = links.url {where} order by links.seed, links.line, links.col",
         values,
     ):
-        if row["url"] not in names or (row["seed"], row["url"]) in seen:
+        if (row["seed"], row["url"]) in seen:  # (a list that links a page twice: once in its index)
             continue
         seen.add((row["seed"], row["url"]))
+        stem = names.get(row["url"]) or names.get(row["same_as"] or "")
+        chosen.update([row["seed"]] if stem else [])
         sections = lists.setdefault(row["seed"], [])
         if not sections or sections[-1][0] != row["section"]:
             sections.append((row["section"], []))
-        sections[-1][1].append((names[row["url"]], row["title"] or names[row["url"]]))
-    return lists
+        sections[-1][1].append(_entry(row, stem))
+    return {name: sections for name, sections in lists.items() if whole or name in chosen}
 
 
-def _index(reading_list: str, sections: list[tuple[str | None, list[tuple[str, str]]]]) -> str:
+def _entry(link: dict, stem: str | None) -> str:
+    """One link of a list as its index line: its article's file, else its original URL and what
+    became of it (only http(s) URLs are links; anything else is its words)."""
+    title = _label(link["title"] or stem or link["url_as_written"] or link["url"])
+    if stem:
+        return f"- [{title}](<{stem}.md>)"
+    status, error = link["status"], link["error_message"] or link["error"]
+    note = {
+        PageStatus.FAILED: f"failed: {error}" if error else "failed",
+        PageStatus.PENDING: "not fetched yet",
+        PageStatus.SKIPPED: f"not a web page: {error}" if error else "not a web page",
+        PageStatus.NO_TEXT: "saved, with no article text",
+    }.get(status, "not in this export")
+    original = web_url(link["url"])
+    written = link["url_as_written"]
+    shown = f"[{title}](<{_destination(original)}>)" if original else title if written in (None, link["title"]) else f"{title} ({_label(written)})"
+    return f"- {shown} *({_label(note)})*"
+
+
+def _destination(url: str) -> str:
+    """A URL as a Markdown link's `<…>` destination: nothing in it ends the brackets or the line."""
+    return url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
+
+
+def _index(reading_list: str, sections: Sections) -> str:
     lines = [f"# {reading_list}", ""]
     for section, entries in sections:
         if section:
             lines += [f"## {section}", ""]
-        lines += [f"- [{_label(title)}](<{stem}.md>)" for stem, title in entries]
+        lines += entries
         lines.append("")
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from .._types import Exchange, Reason
 from ..http.client import Client
 from ..http.gate import Budget, Reach
 from .pages import with_retries
+from .summary import Resources
 
 __all__ = ["MAX_IMAGES", "Seen", "fetch_images", "resources_tail"]
 
@@ -28,11 +29,14 @@ class Seen:
     pending: dict[tuple[str, Reach], asyncio.Future[Exchange]] = field(default_factory=dict)
 
 
-async def fetch_images(client: Client, budget: Budget, images: list[str], page_reach: Reach, seen: Seen) -> list[Exchange]:
+async def fetch_images(
+    client: Client, budget: Budget, images: list[str], page_reach: Reach, seen: Seen, counts: Resources | None = None
+) -> list[Exchange]:
     """Capture an article's images on the resource budget, from addresses no more private than the page's.
 
     Returns the outcome of each image not archived before, in order: fetched, or shared with
-    the page that fetched it in this run. `seen` grows as outcomes arrive.
+    the page that fetched it in this run. `seen` grows as outcomes arrive; `counts` counts the
+    requests made.
     A page's images are asked for together: the budget's slots and each host's gate pace them,
     and a page with many images on a slow host takes one wait, not one per image.
     """
@@ -46,10 +50,15 @@ async def fetch_images(client: Client, budget: Budget, images: list[str], page_r
         if key in seen.pending:
             return await asyncio.shield(seen.pending[key])  # a stop cancels this wait, not the fetch
         outcome = seen.pending[key] = asyncio.get_running_loop().create_future()
+        if counts is not None:
+            counts.asked += 1
         try:
             final = (await with_retries(lambda: client.get(image, budget=budget, reach=page_reach), budget.retries, budget.backoff, budget.timeout))[
                 -1
             ]
+            if counts is not None:
+                counts.done += 1
+                counts.failed += not final.ok
             if final.ok:
                 seen.archived.add(image)
             elif not final.retryable and final.error != Reason.PRIVATE_ADDRESS:  # that one depends on the page

@@ -37,6 +37,7 @@ from .._types import (
     VersionState,
 )
 from .._util.faults import crash_point
+from .._util.text import count
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
 from ..check import soft404
@@ -57,6 +58,7 @@ __all__ = ["run"]
 
 PageHook = Callable[[PageResult, Summary], None]
 RenderHook = Callable[[str, str, Summary], None]
+TailHook = Callable[[Summary], None]
 
 
 def run(
@@ -67,9 +69,11 @@ def run(
     on_render: RenderHook | None = None,
     only: Iterable[str] | None = None,
     pool: Executor | None = None,
+    on_tail: TailHook | None = None,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh): those among
     `only` (the pages the sources given link), else those some reading list links.
+    `on_tail` is told when every page is recorded and their resources are still being fetched.
 
     Extractions run in `pool` when one is given (`extract.pool.extraction_pool`, say: a caller
     that starts many runs, such as the tests, starts its workers once, where each run would
@@ -83,27 +87,29 @@ def run(
     cookies = run_cookies(options)
     summary = Summary()
     suspects = archive.unclosed_warcs()
-    summary.repaired_warcs = [f"{p.name} (-{n} bytes)" for p, n in archive.repair_warcs(suspects)]
+    summary.repaired_warcs = [f"{p.name} (-{count(n, 'byte')})" for p, n in archive.repair_warcs(suspects)]
     only = None if only is None else set(only)
     pages = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh, only=only)
     summary.total = len(pages)
     # what a crashed run captured is recorded whichever lists this run reads (its files are closed after)
     recoverable = archive.pages_to_fetch(retry_failed=options.retry_failed, refresh=options.refresh) if suspects and only is not None else pages
     missing_images = archive.pages_missing_images(only) if options.images else []
-    summary.images_resumed = len(missing_images)
+    summary.images_resumed = sum(m.unfinished for m in missing_images)
+    summary.deferred_due = sum(m.due for m in missing_images)
     if on_start:
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, pool))
+        hooks = (on_page, on_render, on_tail)
+        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool))
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, pool) -> None:
+async def _fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool) -> None:
     """The run's client, writer and pool are made inside the event loop that uses them."""
-    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only, pool).all(suspects, recoverable, missing_images)
+    await _Run(archive, options, cookies, summary, pages, *hooks, only=only, pool=pool).all(suspects, recoverable, missing_images)
 
 
 class _Run:
@@ -118,11 +124,13 @@ class _Run:
         pages: list[PageToFetch],
         on_page: PageHook | None,
         on_render: RenderHook | None,
+        on_tail: TailHook | None = None,
+        *,
         only: set[str] | None = None,
         pool: Executor | None = None,
     ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
-        self.on_page, self.on_render, self.only = on_page, on_render, only
+        self.on_page, self.on_render, self.on_tail, self.only = on_page, on_render, on_tail, only
         self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
         self.pool = extraction_pool(options.workers) if pool is None else pool
         self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes, info=options.warcinfo())
@@ -136,7 +144,8 @@ class _Run:
         )
         self.page_tasks: list[asyncio.Task] = []
         self.image_tasks: list[asyncio.Task] = []
-        self.unresolved: list[str] = []  # pages whose host name did not resolve in this run
+        self.untried: dict[str, str] = {}  # pages never captured that failed on a lookup or a route -> why
+        self.unreached_resources: list[tuple[str, str]] = []  # (page, resource) recorded failed on a lookup or a route
         self.counted: dict[str, Outcome] = {}  # this run's pages, as counted in the summary
         self.seen = Seen(archive.archived_resource_urls() if options.images else set())
         self.probes: dict[str, asyncio.Future[soft404.Probe]] = {}  # server -> its answer for a path that cannot exist
@@ -161,8 +170,12 @@ class _Run:
                     if row["url"] not in fetching
                 ]
             # images an interrupted run did not finish, or that a re-extraction found
-            self.image_tasks.extend(asyncio.create_task(self.page_resources(*m)) for m in missing_images)
+            self.image_tasks.extend(
+                asyncio.create_task(self.page_resources(m.url, m.final_url, m.images, m.stylesheets, m.settled)) for m in missing_images
+            )
             await asyncio.gather(*self.page_tasks)
+            if self.on_tail and self.summary.total and any(not task.done() for task in self.image_tasks):
+                self.on_tail(self.summary)
             grace = min(self.options.tail_grace, self.resources.timeout)
             self.summary.tail_seconds = await resources_tail(self.client, self.image_tasks, self.page_tasks, grace)
             finished = True
@@ -298,8 +311,8 @@ class _Run:
     def done(self, page: PageToFetch, result: PageResult, article: Extraction | None) -> None:
         """Record a page's fetch (and render), count it, and start on its resources."""
         recorded = self.archive.record_fetch(result, had_capture=page.has_capture, extraction=article)
-        if result.final.error == Reason.DNS and not page.has_capture:
-            self.unresolved.append(page.url)  # pending again if the run finds the network down
+        if (result.final.error == Reason.DNS or result.final.unreached) and not page.has_capture:
+            self.untried[page.url] = result.final.error or ""  # pending again if the run finds the network down
         result.extraction = article
         self.count(page, result, PageStatus.DUPLICATE if recorded == PageStatus.DUPLICATE else None)
         if result.render is not None:
@@ -342,15 +355,19 @@ class _Run:
                     self.counted[url] = now
             urls.clear()
 
-    async def page_resources(self, url: str, final_url: str, found: list[str], stylesheets: list[str] | None = None) -> None:
-        """A page's images and what its stylesheets load, recorded together at the end."""
+    async def page_resources(
+        self, url: str, final_url: str, found: list[str], stylesheets: list[str] | None = None, settled: frozenset[str] = frozenset()
+    ) -> None:
+        """A page's images and what its stylesheets load (but those `settled` for it by an earlier
+        run: fetched, or failed), recorded together at the end."""
         fetched: dict[str, Exchange] = {}
         archive = self.archive
         try:
             reach = await page_reach(self.client, final_url, self.options)
 
             async def fetch(urls: list[str]) -> None:
-                for exchange in await fetch_images(self.client, self.resources, urls, reach, self.seen):
+                asked = [u for u in urls if u not in settled]
+                for exchange in await fetch_images(self.client, self.resources, asked, reach, self.seen, self.summary.resources):
                     fetched[exchange.url] = exchange
 
             async def stylesheet(css: str) -> str | None:
@@ -361,7 +378,7 @@ class _Run:
 
             wanted = list(dict.fromkeys(found))
             for extra in wanted[MAX_IMAGES:]:  # a thousand hosts for one page would hold a thousand sockets
-                if extra not in self.seen.archived:
+                if extra not in self.seen.archived and extra not in settled:
                     fetched[extra] = Exchange(
                         url=extra,
                         final_url=extra,
@@ -375,7 +392,12 @@ class _Run:
             raise
         except Exception:  # noqa: BLE001 - images are best effort; the page is saved
             pass
-        archive.record_resources(url, list(fetched.values()))
+        unreached = [exchange for exchange in fetched.values() if exchange.unreached]
+        for exchange in unreached if self.client.offline else ():  # the machine's state, not the hosts': asked again later
+            exchange.error = Reason.DEFERRED
+        if not self.client.offline:  # (deferred at the run's end if it finds itself offline after all)
+            self.unreached_resources += [(url, exchange.url) for exchange in unreached]
+        self.summary.deferred += archive.record_resources(url, list(fetched.values()))
 
     async def render_saved(self, row: dict) -> None:
         """Render a saved capture that a run without a browser made, if it needs one, and record how it went."""
@@ -413,19 +435,29 @@ class _Run:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def record_the_network(self) -> None:
-        """What the run learnt of the network: pages never really tried (offline) go back to pending,
-        names that do not exist are remembered. A failing database here loses only that."""
+        """What the run learnt of the network: pages never really tried (the machine was offline:
+        lookups without an answer, no route, or "no such name" for every name, as some resolvers
+        say offline) go back to pending and are counted so; names that do not exist are remembered,
+        once the resolver has shown it works. A failing database here loses only that."""
         client, summary, archive = self.client, self.summary, self.archive
-        summary.no_host_resolved = not client.reached and summary.errors.get(Reason.DNS, 0) > 0
-        if client.offline or summary.no_host_resolved:  # lookups failed (no answer, or "no such name" for
-            # every name: some resolvers say so offline) and nothing was reached: those pages were never really tried
+        summary.no_host_resolved = client.health.looks_offline()
+        if summary.no_host_resolved:
             try:
-                summary.left_pending = archive.reset_pending(self.unresolved)
+                reset = archive.reset_pending(list(self.untried))
+            except sqlite3.Error:
+                reset = []
+            for url in reset:
+                if url in self.counted:  # the summary tells what the archive now holds: pending, not failed
+                    summary.recount(self.counted[url], self.untried[url] or None, Outcome.LEFT_PENDING)
+                    self.counted[url] = Outcome.LEFT_PENDING
+            summary.left_pending = len(reset)
+        if summary.no_host_resolved and self.unreached_resources:
+            try:
+                summary.deferred += archive.defer_resources(self.unreached_resources)
             except sqlite3.Error:
                 pass
-        summary.deferred = client.deferred
         try:
-            if client.reached:  # (a resolver that says NXDOMAIN to everything while offline is not believed)
+            if client.network_works:  # (offline, a resolver may say "no such name" to everything)
                 archive.record_dead_names(client.nxdomain)
         except sqlite3.Error:
             pass

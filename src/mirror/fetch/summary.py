@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from .._types import Outcome, PageResult, PageToFetch
 
-__all__ = ["SLOW_HOST", "SlowHost", "Summary", "outcome_of"]
+__all__ = ["SLOW_HOST", "Resources", "SlowHost", "Summary", "outcome_of"]
 
 SLOW_HOST = 1.0  # seconds a host's pages take on average before the summary lists it as slow
 
@@ -17,6 +17,19 @@ class SlowHost(NamedTuple):
     host: str
     mean_seconds: float  # a page's, the servers' time
     pages: int
+
+
+@dataclass
+class Resources:
+    """The run's resources (images, stylesheets, what they load) as they are asked for: what the
+    progress shows beside the pages, and the summary after them."""
+
+    asked: int = 0  # requests started (a resource several pages share counts once)
+    done: int = 0  # of those, answered or failed
+    failed: int = 0
+
+    def as_dict(self) -> dict:
+        return {"asked": self.asked, "archived": self.done - self.failed, "failed": self.failed}
 
 
 @dataclass
@@ -33,10 +46,12 @@ class Summary:
     recovered: int = 0  # pages saved from responses a crashed run had written but not recorded
     down_hosts: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (reason, pages it took down)
     no_host_resolved: bool = False  # every failure was DNS and nothing answered: offline?
-    left_pending: int = 0  # pages not tried for good because the network was down: the next run tries them
+    left_pending: int = 0  # pages never really tried because the network was down (counted `left pending`): the next run tries them
     images_resumed: int = 0  # archived pages whose images this run fetches (after a reindex or an interruption)
     tail_seconds: float = 0.0  # from the last page recorded to the end of its resources
-    deferred: int = 0  # resources whose host name had no answer when the run ended (the next run asks)
+    deferred: int = 0  # resources whose host name had no answer when the run ended (a later run asks again)
+    deferred_due: int = 0  # resources deferred by earlier runs that this one asks for again
+    resources: Resources = field(default_factory=Resources)
     in_flight: dict[str, float] = field(default_factory=dict, repr=False)  # page requests under way -> monotonic start
 
     def count_down_host(self, host: str, reason: str) -> None:
@@ -66,6 +81,8 @@ class Summary:
             "images_resumed": self.images_resumed,
             "tail_seconds": round(self.tail_seconds, 3),
             "deferred": self.deferred,
+            "deferred_due": self.deferred_due,
+            "resources": self.resources.as_dict(),
         }
 
     def recount(self, was: Outcome, error: str | None, now: Outcome) -> None:

@@ -27,7 +27,7 @@ from .gate import Budget, Reach, server_key
 from .hop import Hops
 from .host_health import HostHealth
 from .lookups import Lookups, ascii_host
-from .resolver import Resolver, nameservers_from_env
+from .resolver import Resolver, nameservers_from_env, system_only
 
 __all__ = ["Client", "proxied"]
 
@@ -69,8 +69,11 @@ class Client(Hops):
         self.timeout, self.max_bytes, self.max_redirects = timeout, max_bytes, max_redirects
         self.health = HostHealth(per_host, delay)
         self.lookups = Lookups(
-            resolver or Resolver(nameservers_from_env()), dead_names, look_ahead and not _proxies_set()
-        )  # (a proxy looks names up itself)
+            resolver or Resolver(nameservers_from_env()),
+            dead_names,
+            look_ahead and not _proxies_set(),  # (a proxy looks names up itself)
+            on_resolved=lambda name: None if system_only(name) else self.health.name_resolved(),  # (this machine's names resolve offline too)
+        )
         self._global = asyncio.Semaphore(concurrency)
         self._routes: dict[tuple[str, str | None], Route] = {}
         self._headers, self._cookies = headers, cookies
@@ -83,14 +86,14 @@ class Client(Hops):
         self._timeout = httpx.Timeout(timeout)
         self._proxies: dict[tuple[str, str], str | None] = {}
         self.revisits = revisits or {}
-        self.deferred = 0  # requests given up at the run's end (asked for by the next run)
         self.in_flight: dict[str, float] = {}  # page requests under way (past their host's gate) -> time.monotonic() at start
         self._sweeper: asyncio.Task | None = None
 
     # what the run reads of the client's health and lookups
     down = property(lambda self: self.health.down, doc="host -> the failure that took it down for this run")
-    reached = property(lambda self: self.health.reached, doc="some server answered: the network works")
-    offline = property(lambda self: self.health.offline, doc="nothing reached and several names failed")
+    reached = property(lambda self: self.health.reached, doc="some server answered (this machine's own too)")
+    network_works = property(lambda self: self.health.network_works, doc="a server off this machine answered, or a name resolved")
+    offline = property(lambda self: self.health.offline, doc="several names had no answer, nothing showing the network working")
     nxdomain = property(lambda self: self.lookups.nxdomain, doc="names that did not exist in this run -> until when")
 
     def _sweep_soon(self) -> None:
@@ -276,7 +279,6 @@ class Client(Hops):
         self.lookups.defer(deferring)
 
     def _deferred(self, url: str) -> Exchange:
-        self.deferred += 1
         return failed(url, url, Reason.DEFERRED, "the host name had no answer yet when the run ended; the next run asks again", give_up=True)
 
 

@@ -41,7 +41,7 @@ def classify_error(exc: httpx.HTTPError) -> tuple[Reason, str]:
         if any(
             s in lowered for s in ("name or service", "nodename nor servname", "getaddrinfo", "temporary failure in name", "no address associated")
         ):
-            return Reason.DNS, f"host name not found: {text}"
+            return Reason.DNS, f"host name lookup failed: {text}"  # (`HostHealth.dns_failure` says whether it was not found)
         if "ssl" in lowered or "certificate" in lowered:
             return Reason.TLS, f"TLS failure: {text}"
         return Reason.CONNECT, f"cannot connect: {text}"

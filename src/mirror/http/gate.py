@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import ipaddress
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -74,10 +75,17 @@ class HostGate:
 
     "Starting" is when the request headers have gone out (httpcore's trace), after the
     shared concurrency slot is taken, so the server sees the spacing we promise.
+
+    Pages and resources (a page's images and stylesheets, asked for once it is recorded) wait
+    in two queues and take the host's turns in alternation while both wait: a site's images
+    come in between its pages, not all after the last one (a run's tail), and a page still
+    comes every other turn. Within a queue, first come, first served.
     """
 
     def __init__(self, per_host: int, delay: float):
-        self._slots = asyncio.Semaphore(per_host)
+        self._free = per_host
+        self._waiting: tuple[deque[asyncio.Future], deque[asyncio.Future]] = (deque(), deque())  # pages', resources'
+        self._last = True  # whose turn the last slot was (a resource's: a page goes first)
         self._order = asyncio.Lock()
         # a little more than asked, so that network jitter does not bring two requests
         # closer than `delay` at the server (5%, at most 20 ms)
@@ -90,13 +98,52 @@ class HostGate:
         """The host is down for this run: its queue goes through at once, to be refused."""
         self.closed = True
         self._closing.set()
+        for queue in self._waiting:
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _slot(self, resource: bool) -> None:
+        """One of the host's `per_host` slots (`_release` gives it back)."""
+        if self._free > 0 and not any(self._waiting):
+            self._free -= 1
+            self._last = resource
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[resource].append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and not self.closed:
+                self._release()  # given the slot as it was stopped: the next one takes it
+            elif waiter in self._waiting[resource]:
+                self._waiting[resource].remove(waiter)
+            raise
+
+    def _release(self) -> None:
+        self._free += 1
+        while self._free > 0 and not self.closed:
+            for resource in (not self._last, self._last):  # the other queue first
+                queue = self._waiting[resource]
+                while queue and queue[0].done():  # stopped while it waited (it leaves the queue itself too)
+                    queue.popleft()
+                if queue:
+                    self._free -= 1
+                    self._last = resource
+                    queue.popleft().set_result(None)
+                    break
+            else:
+                return
 
     @asynccontextmanager
-    async def turn(self, shared: asyncio.Semaphore) -> AsyncIterator[_Turn]:
+    async def turn(self, shared: asyncio.Semaphore, *, resource: bool = False) -> AsyncIterator[_Turn]:
+        """A turn at the host: a slot, then the host's delay, then the run's shared slot."""
         if self.closed:
             yield _Turn(self)
             return
-        async with self._slots:
+        await self._slot(resource)
+        try:
             turn = _Turn(self)
             if self.closed:
                 yield turn
@@ -117,6 +164,9 @@ class HostGate:
                         turn.started()  # a request that never sent its headers still counts as a start
             finally:
                 turn.started()
+        finally:
+            if not self.closed:
+                self._release()
 
 
 class _Turn:

@@ -13,6 +13,7 @@ import httpx
 
 from .. import warc
 from .._types import Exchange, Reason, http_error
+from .._util.text import count
 from ..warc import PAGE_HEADER, Capture
 from .blocked import HINT, blocked_reason
 from .body import decode_head, is_htmlish, raw_reason, read_body
@@ -76,7 +77,7 @@ class Hops:
         if isinstance(answer, Exchange):
             return answer
         hop, response, body, head, truncated = answer
-        self.health.answer_from(host)
+        self.health.answer_from(host, loopback=self._on_this_machine(url))
         hop.elapsed = time.time() - hop.started_at
         hop.status = response.status_code
         hop.content_type = response.headers.get("content-type")
@@ -92,7 +93,7 @@ class Hops:
             hop.location = self.writer.write(capture)
         body.close()
         if truncated:
-            hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {self.max_bytes:,} bytes (decoded); refused"
+            hop.error, hop.message = Reason.TOO_LARGE, f"body larger than {count(self.max_bytes, 'byte', thousands=True)} (decoded); refused"
             return hop
         return self._classified(hop, response, head, original, budget)
 
@@ -121,7 +122,7 @@ class Hops:
         failure, or (hop, response, body, head, truncated)."""
         url = request.url
         timeout = budget.timeout if budget else self.timeout
-        async with self.health.gate(url).turn(budget.semaphore if budget else self._global) as turn:
+        async with self.health.gate(url).turn(budget.semaphore if budget else self._global, resource=budget is not None) as turn:
             if self.health.refuses(url, host):  # went down while we queued
                 return self.health.refused(url, host)
             hop = Exchange(url=url, final_url=url, started_at=time.time())
@@ -139,10 +140,8 @@ class Hops:
                 if budget is not None and host not in self.health.answered:  # a hanging image host costs one timeout
                     self.health.take_down(url, failure)
                 return failure
-            except httpx.HTTPError as exc:
-                return self.health.transport_failure(url, exc, hop.started_at)
-            except OSError as exc:  # ssl.SSLError too
-                return failed(url, url, Reason.CONNECT, str(exc) or type(exc).__name__, started=hop.started_at)
+            except (httpx.HTTPError, OSError) as exc:  # (ssl.SSLError too)
+                return self.health.transport_failure(url, exc, hop.started_at, loopback=self._on_this_machine(url))
             finally:
                 self.in_flight.pop(url, None)
         return hop, response, body, head, truncated
@@ -165,6 +164,11 @@ class Hops:
             hop.message = f"HTTP {status} {response.reason_phrase}".strip()
             hop.retry_after = retry_after(response.headers.get("retry-after"))
         return hop
+
+    def _on_this_machine(self, url: str) -> bool:
+        """Whether `url`'s server is this machine (a loopback address, not through a proxy): its
+        answer says nothing of the network (`HostHealth.network_works`)."""
+        return not self._proxied(url) and self.lookups.known(urlsplit(url).hostname or "") == Reach.LOOPBACK
 
     def _repeats(self, page: str, url: str, body) -> warc.Original | None:
         """The saved copy of `page` when this hop is at its saved address (`url`) and `body` is its

@@ -9,6 +9,7 @@ import functools
 import re
 import socket
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -36,7 +37,11 @@ def ascii_host(host: str) -> str:
 
 
 class Lookups:
-    def __init__(self, resolver: Resolver, dead_names: dict[str, float] | None, look_ahead: bool):
+    def __init__(
+        self, resolver: Resolver, dead_names: dict[str, float] | None, look_ahead: bool, on_resolved: Callable[[str], None] = lambda name: None
+    ):
+        """`on_resolved(name)` is told of each name the resolver gave addresses (ahead or not)."""
+        self._on_resolved = on_resolved
         self.addresses: dict[str, list[str]] = {}  # ASCII host name -> the addresses looked up (and checked)
         self.reach: dict[str, Reach] = {}  # a host (name or address) -> where it is
         self._names = resolver
@@ -89,6 +94,7 @@ class Lookups:
         failed = lookup.exception()  # retrieved: a lookup everyone stopped waiting for is not an error to log
         if failed is None:
             self.reach.setdefault(host, lookup.result())  # for the requests to come (one waiting sets it too)
+            self._on_resolved(host)
             return
         self._failed_names.add(host)  # not looked up ahead again in this run (a request may ask itself)
         if host in self._ahead:

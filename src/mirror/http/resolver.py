@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import aiodns
 
-__all__ = ["NAMESERVERS_ENV", "Resolver", "nameservers_from_env"]
+__all__ = ["NAMESERVERS_ENV", "Resolver", "nameservers_from_env", "system_only"]
 
 NAMESERVERS_ENV = "MIRROR_NAMESERVERS"
 TIMEOUT = 1.0  # seconds a query waits for its answer before asking again
@@ -70,7 +70,7 @@ class Resolver:
 
     async def resolve(self, host: str) -> list[str]:
         name = host.lower().rstrip(".")
-        ares = None if _system_only(name) else self._channel()
+        ares = None if system_only(name) else self._channel()
         if ares is None:
             infos = await asyncio.get_running_loop().run_in_executor(
                 self._pool(), functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM)
@@ -116,7 +116,8 @@ class Resolver:
                 pass
 
 
-def _system_only(name: str) -> bool:
+def system_only(name: str) -> bool:
+    """Names only this machine knows (`localhost`, mDNS's `.local`): looked up by the system's resolver."""
     return name == "localhost" or name.endswith((".localhost", ".local"))
 
 

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode
 from datasette import Response, hookimpl
 from markupsafe import Markup, escape
 
+from .._util.text import count
 from ..search import FTS_TABLE, build_match
 from ._common import archive_name, date_attribute, date_text
 from ._origin import guard, validate_settings
@@ -116,9 +117,11 @@ def canned_queries(datasette, database):
 @hookimpl
 def prepare_jinja2_environment(env):
     """Dates as people read them in our templates: `{{ value|mirror_date }}`, and the
-    machine-readable value for `<time datetime="{{ value|mirror_datetime }}">`."""
+    machine-readable value for `<time datetime="{{ value|mirror_datetime }}">`; counts as
+    `{{ n|mirror_count("page") }}` (`1 page`, `1,200 pages`)."""
     env.filters["mirror_date"] = date_text
     env.filters["mirror_datetime"] = date_attribute
+    env.filters["mirror_count"] = lambda n, word, words=None: count(n, word, words, thousands=True)
 
 
 @hookimpl

@@ -16,6 +16,7 @@ import sqlite_utils
 from datasette import Response
 from markdown_it import MarkdownIt
 
+from .._util.text import count
 from ..check import link_health as health
 from ..extract.charset import decode_html
 from ..extract.css import MAX_CSS_BYTES
@@ -206,7 +207,7 @@ async def resource_view(datasette, request):
     headers = {"Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff", "Cache-Control": "max-age=86400"}
     if is_stylesheet(content_type, url):  # served with its references made local
         if len(body) > MAX_CSS_BYTES:  # rewriting costs seconds per megabyte
-            return Response(f"/* not served: {len(body)} bytes of CSS */", content_type="text/css; charset=utf-8", headers=headers)
+            return Response(f"/* not served: {count(len(body), 'byte')} of CSS */", content_type="text/css; charset=utf-8", headers=headers)
         archived = await _read(db, queries.archived_resource_urls)
         local = lambda u: _resource_path(datasette, u) if u in archived else None  # noqa: E731
         css = await asyncio.to_thread(serve_css, body, content_type, url, local)

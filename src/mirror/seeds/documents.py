@@ -17,6 +17,7 @@ from .._types import COMMAND_LINE, Link
 from .._util.gc import gc_paused
 from . import imports
 from .links import _Found, _make_link
+from .names import seed_name
 from .text import parse_text
 
 __all__ = ["Inventory", "Link", "SeedError", "decode_seed", "links_from_urls", "read_seeds"]
@@ -54,7 +55,7 @@ def read_seeds(sources: list[Path], base: Path | None = None) -> Inventory:
             inventory.warnings.append(f"{source}: folder holds no seed files")
         with gc_paused():
             for path in files:
-                _read_one(path, _seed_name(path, base), inventory)
+                _read_one(path, seed_name(path, base), inventory)
     return inventory
 
 
@@ -145,11 +146,3 @@ def _looks_like_html(path: Path, text: str) -> bool:
 
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def _seed_name(path: Path, base: Path) -> str:
-    resolved = path.resolve()
-    try:
-        return resolved.relative_to(base).as_posix()
-    except ValueError:
-        return resolved.as_posix()

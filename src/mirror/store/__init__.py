@@ -9,6 +9,7 @@ Split by concern:
     writers    rows written by the runs: each page's fetch, extraction, render and resources
     inventory  the links of the seeds read and the pages they name (mixed into the writers)
     identity   duplicates: which capture is another link's article, which page is the original
+    forget     a reading list removed: its links, and the pages no other list links
     _sql       the hot paths' plain-SQL row writes
     _bulk      bulk inserts on a second thread
     queries    reads, shared by the CLI and the plugin

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from ..seeds.documents import Inventory
 
-__all__ = ["InventoryStats", "InventoryWrites"]
+__all__ = ["SET_FACETS", "InventoryStats", "InventoryWrites"]
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,11 @@ class InventoryWrites:
                     columns, fixed = (_PLAIN_PAGE_COLUMNS, {"status": PageStatus.PENDING}) if plain else (_PAGE_COLUMNS, {})
                     bulk.insert("insert or ignore", "pages", columns, rows, {**fixed, "first_seen": stamp})
             _finish_links(conn, inventory, diff, stamp)
-            conn.executemany(_SET_FACETS + " where url = ?", ((url,) for url in touched))
+            conn.executemany(SET_FACETS + " where url = ?", ((url,) for url in touched))
             tagged = touched.union(link.url for link in inserted if link.tags)  # (new links with tags, and what changed)
             conn.executemany(SET_LINK_TAGS + " where url = ?", ((url,) for url in tagged))
             # pages of an archive older than these columns (read from an index, not the large rows)
-            conn.execute(_SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
+            conn.execute(SET_FACETS + " where rowid in (select rowid from pages where seeds is null)")
             conn.executemany(
                 "update pages set candidates = ?1 where url = ?2 and candidates is not ?1",
                 [(json.dumps(candidates), url) for url, candidates in glued.items() if url in known],
@@ -113,7 +113,7 @@ _UPDATE_LINK = "update links set url = ?, url_as_written = ?, title = ?, section
 _PAGE_COLUMNS = ("url", "host", "status", "error", "error_message", "candidates", "id", "rowid", "seeds", "sections")  # and first_seen
 _PLAIN_PAGE_COLUMNS = ("url", "host", "id", "rowid", "seeds", "sections")  # a pending page: no error, no repairs
 # a page's seed files and sections, in the order their links were written (the links.url index's order)
-_SET_FACETS = """update pages set
+SET_FACETS = """update pages set
     seeds = (select json_group_array(distinct seed) from links where links.url = pages.url),
     sections = (select json_group_array(distinct section) from links where links.url = pages.url and section is not null)"""
 
@@ -190,10 +190,10 @@ def _link_rows(conn: sqlite3.Connection, seeds: Iterable[str]) -> dict[_LinkKey,
 
 
 def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -> dict[str, tuple[_Names, _Names]]:
-    """`seeds` and `sections` of each new page, as `_SET_FACETS` would find them.
+    """`seeds` and `sections` of each new page, as `SET_FACETS` would find them.
 
     Its links rows are the ones just inserted, in this order, unless an older
-    row now points to it too: then it is left to `_SET_FACETS` (it is in `touched`).
+    row now points to it too: then it is left to `SET_FACETS` (it is in `touched`).
     Known pages that got a link are added to `touched`.
     """
     facets: dict[str, tuple[_Names, _Names]] = {}
@@ -215,7 +215,7 @@ def _new_page_facets(inserted: list[Link], known: set[str], touched: set[str]) -
             sections += (section,)
         facets[url] = seeds, sections
     for url in touched.intersection(facets):
-        del facets[url]  # (no facets: `_SET_FACETS` finds them)
+        del facets[url]  # (no facets: `SET_FACETS` finds them)
     return facets
 
 

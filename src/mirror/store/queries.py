@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -17,6 +17,7 @@ from .._types import CapturedPage, CaptureKind, PageResources, PageStatus, PageT
 from .schema import article_markdown
 
 __all__ = [
+    "MissingResources",
     "Row",
     "archived_resource_urls",
     "attempts_of",
@@ -105,6 +106,18 @@ def latest_resource(db: sqlite_utils.Database, url: str) -> Row | None:
         ),
         None,
     )
+
+
+class MissingResources(NamedTuple):
+    """An archived article whose resources a run asks for (`PipelineReads.pages_missing_images`)."""
+
+    url: str
+    final_url: str
+    images: list[str]
+    stylesheets: list[str]
+    settled: frozenset[str]  # asked for before for it, fetched or failed (a deferred one due again is not)
+    due: int  # deferred ones due again
+    unfinished: bool  # its resources were never all asked for (a stopped run, a re-extraction)
 
 
 class PipelineReads:
@@ -206,20 +219,41 @@ class PipelineReads:
         )
         return warc_location(row) if row else None
 
-    def pages_missing_images(self, only: Iterable[str] | None = None) -> list[PageResources]:
-        """The archived articles whose images or stylesheets are not all fetched (a stopped run, a
-        re-extraction), among `only` when given."""
+    def pages_missing_images(self, only: Iterable[str] | None = None, now: str | None = None) -> list[MissingResources]:
+        """The archived articles whose images or stylesheets are not all asked for (a stopped run,
+        a re-extraction), or that have deferred ones due again (`retry_at` past `now`), among
+        `only` when given; each with the resources already settled for it (fetched or failed:
+        not asked again) and how many deferred ones are due."""
+        from .folder import now as stamp
+
+        now = now or stamp()
+        due: dict[str, int] = {}
+        for page_url, n in self.db.execute(
+            "select page_url, count(*) from resources where retry_at is not null and retry_at <= ? group by page_url", [now]
+        ):
+            due[page_url] = n
         rows = self.db.query(
-            "select url, final_url, images, stylesheets from pages where status = ? "
-            "and (images is not null or stylesheets is not null) and resources_at is null",
-            [PageStatus.ARCHIVED],
+            "select url, final_url, images, stylesheets, resources_at from pages where status = ? "
+            "and (images is not null or stylesheets is not null) "
+            "and (resources_at is null or url in (select value from json_each(?)))",
+            [PageStatus.ARCHIVED, json.dumps(list(due))],
         )
         if only is not None:
             wanted = set(only)
             rows = (r for r in rows if r["url"] in wanted)
-        return [
-            PageResources(r["url"], r["final_url"] or r["url"], json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")) for r in rows
-        ]
+        missing = []
+        for r in rows:
+            settled = {
+                url
+                for (url,) in self.db.execute("select url from resources where page_url = ? and (retry_at is null or retry_at > ?)", [r["url"], now])
+            }
+            images, stylesheets = json.loads(r["images"] or "[]"), json.loads(r["stylesheets"] or "[]")
+            missing.append(
+                MissingResources(
+                    r["url"], r["final_url"] or r["url"], images, stylesheets, frozenset(settled), due.get(r["url"], 0), r["resources_at"] is None
+                )
+            )
+        return missing
 
     def failed_resources_of(self, url: str) -> PageResources | None:
         """The resources of an archived article some of which failed (a host that was down, a name

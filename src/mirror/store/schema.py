@@ -159,6 +159,8 @@ RESOURCES_COLUMNS = {
     "warc_offset": int,
     "warc_length": int,
     "fetched_at": str,
+    "tries": int,  # runs that deferred it (its host name had no answer when the run ended)
+    "retry_at": str,  # a deferred one: when a run may ask for it again (the backoff grows with `tries`)
 }
 # One row per request chain: the history of every page.
 ATTEMPTS_COLUMNS = {
@@ -315,6 +317,16 @@ SET_LINK_TAGS = f"""update pages set link_tags = (select json_group_array(distin
     from links, json_each({_TAGS_ARRAY}) as tag where links.url = pages.url and links.tags is not null)"""
 
 
+def _second_hour(db: sqlite_utils.Database) -> None:
+    """Issue 42: the link_health view grouped by its own columns (a list's `first` and `same`
+    pages were two `alive` rows, and the reading home showed one), a page never archived `failed`;
+    resources.tries and retry_at, and the deferred ones found at once (a partial index)."""
+    _baseline(db)
+    db.execute(f"drop view if exists {HEALTH_VIEW}")
+    db.execute(f"create view {HEALTH_VIEW} as {LINK_HEALTH_SQL}")
+    db.execute("create index if not exists idx_resources_deferred on resources(retry_at) where retry_at is not null")
+
+
 def _drop_status_index(db: sqlite_utils.Database) -> None:
     """`idx_pages_status` repeated the first column of (status, fetched_at): one index less to
     keep up on every write (and to build for a million new pages)."""
@@ -345,7 +357,8 @@ def _align_rowids(db: sqlite_utils.Database) -> None:
 # 3: pages.extract_note; 4: dead_names; 5: pages.stylesheets, canonical, same_as (duplicates); 6: same_as indexed;
 # 7: versions, pages.health; 8: links.tags and added (imports); 9: contentless index, markdown_z (issue 29);
 # 10: pages.render_gain and render_basis (the browser inside the fetch); 11: pages.provenance (pages the user added);
-# 12: pages.link_tags (issue 42); 13: the index found by sqlite-utils and datasette, seeds.title (issue 44)
+# 12: pages.link_tags (issue 42); 13: the index found by sqlite-utils and datasette, seeds.title (issue 44);
+# 14: the link_health view regrouped, resources.tries and retry_at (deferred resources asked again after a backoff)
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _drop_status_index,
@@ -360,6 +373,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _baseline,
     _link_tags,
     _searchable_by_tools,
+    _second_hour,
 ]
 VACUUM_AFTER = 9  # a migration to this version or past it frees much of the file: VACUUM gives it back
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .. import _fts
@@ -20,6 +20,7 @@ from .._util.faults import crash_point
 from ..check.versions import Before, bad_answer
 from ._sql import _insert_many, _update_page
 from .folder import now
+from .forget import ForgetWrites
 from .identity import DuplicateWrites
 from .inventory import InventoryStats, InventoryWrites
 from .queries import warc_values
@@ -29,10 +30,14 @@ from .versions import VersionWrites
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = ["InventoryStats", "RowWriters"]
+__all__ = ["DEFERRED_BACKOFF", "InventoryStats", "RowWriters"]
+
+# seconds a deferred resource waits before a run asks for it again, by how many times it was
+# deferred: a rerun right after a run is not slowed by the same unanswered names
+DEFERRED_BACKOFF = (600, 3600, 6 * 3600, 24 * 3600)
 
 
-class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
+class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites, ForgetWrites):
     """The writes of an `Archive` (mixed into it)."""
 
     if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`)
@@ -65,7 +70,8 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             # an unchanged page's one request is its version row: a weekly check of 10,000 pages adds little
             self._record_attempts(result, rows=not (result.version == VersionState.SAME and len(result.attempts) == 1))
             update: dict[str, object] = {"checked_at": stamp}
-            if final.ok and result.version in (VersionState.SAME, VersionState.NEEDS_BROWSER):  # the saved copy stays
+            first_render = won and before.capture != CaptureKind.BROWSER  # (its article is the render's from now on, same or not)
+            if final.ok and result.version in (VersionState.SAME, VersionState.NEEDS_BROWSER) and not first_render:  # the saved copy stays
                 update |= {"error": None, "error_message": None, "gone_since": None}
                 if final.status != 304:  # the validators the server gives now, for the next conditional request
                     update |= {"etag": final.etag, "last_modified": final.last_modified}
@@ -229,45 +235,84 @@ class RowWriters(InventoryWrites, DuplicateWrites, VersionWrites):
             crash_point("render_commit")
         return status
 
-    def record_resources(self, page_url: str, exchanges: list[Exchange], *, done: bool = True) -> None:
-        """A page's resources and (`done`) that they are all fetched, in one transaction (plain SQL:
-        sqlite-utils' upsert inspects the table on every call, milliseconds per image).
-        A deferred one (its host name had no answer when the run ended) is not recorded, and
-        the page's resources are not done: the next run asks for them."""
+    def record_resources(self, page_url: str, exchanges: list[Exchange], *, done: bool = True) -> int:
+        """A page's resources and (`done`) that they are all asked for, in one transaction (plain
+        SQL: sqlite-utils' upsert inspects the table on every call, milliseconds per image).
+        A deferred one (its host name had no answer when the run ended) is a failed row with
+        `retry_at`: a run asks for it again once that time has come (`pages_missing_images`), each
+        deferral waiting longer (`DEFERRED_BACKOFF`); deferred that many times it is failed for
+        good. Returns how many were deferred."""
         stamp = now()
         rows = []
-        deferred = False
+        deferred = 0
         for exchange in exchanges:
+            row = {
+                "page_url": page_url,
+                "url": exchange.url,
+                "status": ResourceStatus.ARCHIVED if exchange.ok else ResourceStatus.FAILED,
+                "http_status": exchange.status,
+                "content_type": exchange.content_type,
+                "error": exchange.error,
+                "error_message": exchange.message,
+                **warc_values(exchange.location if exchange.ok else None),
+                "fetched_at": stamp,
+                "tries": None,
+                "retry_at": None,
+            }
             if exchange.error == Reason.DEFERRED:
-                deferred = True
-                continue
-            rows.append(
-                {
-                    "page_url": page_url,
-                    "url": exchange.url,
-                    "status": ResourceStatus.ARCHIVED if exchange.ok else ResourceStatus.FAILED,
-                    "http_status": exchange.status,
-                    "content_type": exchange.content_type,
-                    "error": exchange.error,
-                    "error_message": exchange.message,
-                    **warc_values(exchange.location if exchange.ok else None),
-                    "fetched_at": stamp,
-                }
-            )
+                row |= self._deferral(page_url, exchange, stamp)
+                deferred += row["retry_at"] is not None
+            rows.append(row)
         with self.db.atomic():
             _insert_many(self.db, "resources", rows, verb="insert or replace")
-            if done and not deferred:
+            if done:
                 _update_page(self.db, page_url, {"resources_at": stamp})
+        return deferred
 
-    def reset_pending(self, urls: list[str]) -> int:
-        """Pages a run marked failed for a name that did not resolve while the network was
-        down: pending again (they were never really tried). Returns how many."""
+    def defer_resources(self, resources: list[tuple[str, str]]) -> int:
+        """Resources (page, url) recorded failed on a lookup or a route in a run that then found the
+        network down: deferred instead (the machine's state, not their hosts'). Returns how many."""
+        stamp, deferred = now(), 0
         with self.db.atomic():
-            cursor = self.db.conn.executemany(
-                "update pages set status = ?, error = null, error_message = null where url = ? and status = ? and error = ?",
-                [(PageStatus.PENDING, url, PageStatus.FAILED, Reason.DNS) for url in urls],
-            )
-        return max(0, cursor.rowcount)
+            for page_url, url in resources:
+                row = self.db.execute(
+                    "select error_message from resources where page_url = ? and url = ? and status = ?", [page_url, url, ResourceStatus.FAILED]
+                ).fetchone()
+                if row is None:
+                    continue
+                values = self._deferral(page_url, Exchange(url=url, final_url=url, error=Reason.DEFERRED, message=row[0]), stamp)
+                values.setdefault("error", Reason.DEFERRED)
+                sets = ", ".join(f"{column} = ?" for column in values)
+                self.db.execute(f"update resources set {sets} where page_url = ? and url = ?", [*values.values(), page_url, url])
+                deferred += values.get("retry_at") is not None
+        return deferred
+
+    def _deferral(self, page_url: str, exchange: Exchange, stamp: str) -> dict[str, object]:
+        """A deferred resource's row: asked again after a backoff that grows with each deferral,
+        or, deferred DEFERRED_BACKOFF's length of times, failed for good (`--refresh` asks again)."""
+        before = self.db.execute("select tries from resources where page_url = ? and url = ?", [page_url, exchange.url]).fetchone()
+        tries = (before[0] or 0) + 1 if before else 1
+        if tries > len(DEFERRED_BACKOFF):
+            message = f"its host name had no answer in {tries} runs; not asked again (--refresh asks again)"
+            return {"error": Reason.DNS, "error_message": message, "tries": tries}
+        when = datetime.fromisoformat(stamp) + timedelta(seconds=DEFERRED_BACKOFF[tries - 1])
+        return {"tries": tries, "retry_at": when.isoformat(timespec="seconds"), "error_message": exchange.message}
+
+    def reset_pending(self, urls: list[str]) -> list[str]:
+        """Pages a run marked failed for a name that did not resolve, or no route, while the
+        network was down: pending again (they were never really tried; a check does not count
+        as their check either). Returns those it reset."""
+        reset = []
+        with self.db.atomic():
+            for url in urls:
+                cursor = self.db.execute(
+                    "update pages set status = ?, error = null, error_message = null, checked_at = null, health = null, health_since = null "
+                    "where url = ? and status = ? and error in (?, ?)",
+                    [PageStatus.PENDING, url, PageStatus.FAILED, Reason.DNS, Reason.CONNECT],
+                )
+                if cursor.rowcount:
+                    reset.append(url)
+        return reset
 
     def dead_names(self) -> dict[str, float]:
         """Host names an earlier run found not to exist, until when to believe it (time.time())."""

@@ -17,6 +17,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 
 from .._types import WarcLocation
+from .._util.text import count
 from .write import PAGE_HEADER, WARC_DIR, Original
 
 
@@ -60,7 +61,7 @@ def read_payload(archive_dir: Path, location: WarcLocation | None, limit: int = 
         raise WarcError("no saved copy")
     headers, body, more = _read(archive_dir, location, limit)
     if more:
-        raise WarcError(f"{location.file}:{location.offset}: the payload decodes to more than {limit:,} bytes")
+        raise WarcError(f"{location.file}:{location.offset}: the payload decodes to more than {count(limit, 'byte', thousands=True)}")
     return headers, body
 
 
