@@ -1,7 +1,8 @@
 """The `mirror` command's typer app, and its commands in the order `mirror --help` lists them
 (the process starts in `entry.main`). Each command lives with its helpers: `links`, `fetching` (fetch,
 reindex), `adding` (add), `checking` (check), `reading` (search, show), `serve`, `exporting`,
-`forgetting` (forget); what they share is `_common`. Whatever a command alone needs (the fetcher, trafilatura, datasette, playwright) it imports when it runs, so that
+`forgetting` (forget); what they share is `_common`. Whatever a command alone needs (the
+fetcher, trafilatura, datasette, playwright) it imports when it runs, so that
 `mirror search` and `mirror --help` start fast; and `mirror <command>` builds an app of that
 command alone (typer reads every command's options when it builds one: 50 ms for all of them)."""
 
