@@ -24,6 +24,8 @@ def _records(folder) -> list:
     for path in sorted((folder / "warc").glob("*.warc.gz")):
         with open(path, "rb") as f:
             for record in ArchiveIterator(f):
+                if record.rec_type == "warcinfo":
+                    continue  # (each file opens with one)
                 headers = [(k.lower(), v) for k, v in record.http_headers.headers if k.lower() != "date"]
                 out.append(
                     (

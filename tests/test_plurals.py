@@ -17,7 +17,7 @@ NOUNS = "pages|links|seeds|articles|images|entries|chapters|files|records|hosts|
 # a number in braces right before a plural noun, in code or a template
 BARE = re.compile(r"\{\{?[^{}'\"]*\}\}? (?:" + NOUNS + r")\b")  # (no quotes: not a word chosen by a count)
 # where the number is a constant of several, or known to be more than one
-KNOWN_PLURAL = ("{MAX_IMAGES} images", "{tries} runs")
+KNOWN_PLURAL = ("{MAX_IMAGES} images", "{tries} runs", "{MAX_SAVED_BYTES:,} bytes", "{MAX_UPLOAD:,} bytes", "{_MAX_FIELD:,} bytes")
 
 
 def test_count_writes_one_and_many():

@@ -141,7 +141,7 @@ def test_readme_starts_with_two_commands_in_a_virtual_environment():
 def test_ci_runs_exactly_the_readme_test_command():
     test_command = readme_commands()[1]
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert ci_lines[-1] == test_command
+    assert test_command in ci_lines  # verbatim, on a line of its own
 
 
 def test_readme_quick_start_names_the_commands_that_exist():

@@ -615,8 +615,8 @@ def test_repeated_terms_count_once_and_distinct_terms_are_capped():
 @pytest.mark.hostile
 def test_a_search_past_its_time_limit_is_stopped(tmp_path):
     db = sqlite_utils.Database(tmp_path / "big.db")
-    ensure_index(db)
     db.execute("create table pages (id integer primary key, url text, title text, sitename text, date text, text text, host text)")
+    ensure_index(db)  # (an external-content index of `pages`: made after it)
     with db.atomic():  # (one transaction: sqlite-utils commits each statement alone, an fsync each)
         for i in range(1, 3001):
             row = {"title": f"common page {i}", "text": "common words " * 20}

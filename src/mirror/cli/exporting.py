@@ -143,8 +143,8 @@ def bookmarks(
         except OSError as exc:
             fail(f"{file}: cannot write the bookmarks ({exc.strerror or exc})")
     err.print(
-        f"{safe(str(file))}: {summary.bookmarks} bookmarks in {summary.lists} reading lists"
-        + (f", {summary.not_web} links that are no web address left out" if summary.not_web else "")
+        f"{safe(str(file))}: {count(summary.bookmarks, 'bookmark')} in {count(summary.lists, 'reading list')}"
+        + (f", {count(summary.not_web, 'link')} that are no web address left out" if summary.not_web else "")
     )
 
 
