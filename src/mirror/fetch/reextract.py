@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from concurrent.futures import Executor
 
 from .._types import Extraction
-from ..extract.pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
+from ..extract.pool import EXTRACT_TIMEOUT, safe_extract
 from ..store import Archive
+from .engine import LOCAL, Engine
 
 __all__ = ["reindex"]
 
@@ -17,9 +18,11 @@ BATCH = 200  # pages per transaction
 AHEAD = 8  # extractions queued per worker: the pool stays busy, and a million pages are not held at once
 
 
-def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT) -> dict[str, int]:
+def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT, engine: Engine = LOCAL) -> dict[str, int]:
     """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
     (the workers segment the text for the index); then index the archived pages left.
+    The extractions run where `engine` puts them (`workers` of them at a time: processes here,
+    or the cluster's CPUs); the results are saved here, in the pages' order.
 
     Returns counts by resulting status, `indexed`, and `with images to fetch`: articles
     that now show images not archived yet, which the next `mirror fetch` fetches.
@@ -27,8 +30,8 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     batch: list[tuple[str, Extraction]] = []
     images_due = 0
     pages = archive.captured_pages()
-    with extraction_pool(workers) as pool:
-        for url, extraction in _extracted(pool, str(archive.path), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
+    with engine.pool(workers) as pool:
+        for url, extraction in _extracted(pool, str(archive.path.absolute()), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
             batch.append((url, extraction))
             if len(batch) >= BATCH:
                 images_due += archive.save_extractions(batch)

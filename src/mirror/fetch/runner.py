@@ -38,13 +38,13 @@ from .._types import (
 from .._util.faults import crash_point
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
-from ..extract.pool import extraction_pool, in_pool, safe_extract
-from ..http.client import Client
+from ..extract.pool import in_pool, safe_extract
 from ..http.gate import Budget
 from ..store import Archive
 from ..check import soft404
 from ..store.queries import warc_location
 from . import requisites
+from .engine import LOCAL, Engine
 from .options import FetchOptions, load_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover
@@ -65,9 +65,11 @@ def run(
     on_start: Callable[[Summary], None] | None = None,
     on_render: RenderHook | None = None,
     only: Iterable[str] | None = None,
+    engine: Engine = LOCAL,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh): those among
-    `only` (the pages the sources given link), else those some reading list links.
+    `only` (the pages the sources given link), else those some reading list links. `engine`
+    says where the requests and extractions are carried out (`fetch.engine`: here, or a cluster).
 
     The caller holds the archive lock. Raises KeyboardInterrupt after a clean
     stop on Ctrl-C; everything finished before it is committed. A run that finds the network
@@ -88,15 +90,16 @@ def run(
         on_start(summary)
     started = time.monotonic()
     try:
-        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only))
+        fetching = _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, engine)
+        asyncio.run(fetching)
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only) -> None:
+async def _fetch_all(archive, options, cookies, summary, pages, on_page, on_render, suspects, recoverable, missing_images, only, engine) -> None:
     """The run's client, writer and pool are made inside the event loop that uses them."""
-    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only).all(suspects, recoverable, missing_images)
+    await _Run(archive, options, cookies, summary, pages, on_page, on_render, only, engine).all(suspects, recoverable, missing_images)
 
 
 class _Run:
@@ -112,12 +115,14 @@ class _Run:
         on_page: PageHook | None,
         on_render: RenderHook | None,
         only: set[str] | None = None,
+        engine: Engine = LOCAL,
     ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.only = on_page, on_render, only
-        self.pool = extraction_pool(options.workers)
-        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes)
-        self.client = _client(self.writer, options, cookies, pages, archive)
+        self.folder = archive.path.absolute()  # (a cluster's workers do not start where this process did)
+        self.pool = engine.pool(options.workers)
+        self.writer = engine.writer(self.folder, options.warc_rotate_bytes)
+        self.client = engine.client(self.writer, pages, _client_settings(options, cookies, pages, archive))
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
         self.resources = Budget(
             timeout=min(options.timeout, options.resource_timeout),
@@ -191,7 +196,7 @@ class _Run:
     async def extract(self, location: warc.WarcLocation, url: str) -> Extraction:
         """The article of a capture, extracted in another process while fetching goes on here."""
         o = self.options
-        return await in_pool(self.pool, safe_extract, str(self.archive.path), location, url, o.images, o.extract_timeout)
+        return await in_pool(self.pool, safe_extract, str(self.folder), location, url, o.images, o.extract_timeout)
 
     async def page(self, page: PageToFetch) -> None:
         try:
@@ -432,9 +437,9 @@ def _renders(run: _Run, cookies: CookieJar | None) -> Renders | None:
     return Renders(run.archive, run.writer, run.client, run.resources, run.seen, options, cookies, run.extract)
 
 
-def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> Client:
-    return Client(
-        writer,
+def _client_settings(options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> dict:
+    """The run's `Client` keywords, but its writer."""
+    return dict(
         concurrency=options.concurrency,
         per_host=options.per_host,
         delay=options.delay,
