@@ -59,3 +59,7 @@ Browser = Annotated[
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+Ray = Annotated[
+    bool,
+    typer.Option("--ray", help="Run on the Ray cluster RAY_ADDRESS names, else on a local Ray instance (pip install 'mirror[cluster]')."),
+]
