@@ -239,7 +239,7 @@ def test_a_ray_run_makes_the_archive_a_local_run_makes(tmp_path, ray_head, web):
     local = _fetch(tmp_path, "local", *FAST)
     _reset(servers)
     on_ray = _fetch(tmp_path, "cluster", *FAST, "--ray", "--shards", "4", ray=ray_head)
-    assert on_ray["cluster"] == {"cpus": 2, "shards": 4, "workers_replaced": 0}
+    assert on_ray["cluster"] == {"cpus": 2, "shards": 4, "workers_died": 0}
     assert on_ray["statuses"] == local["statuses"] and on_ray["total"] == local["total"] == len(urls)
     pages = _pages(tmp_path / "local")
     assert _pages(tmp_path / "cluster") == pages
@@ -309,7 +309,7 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, ray_head, web):
             proc.kill()
     assert proc.returncode == 0 and "Traceback" not in stderr, stderr
     summary = json.loads(stdout)
-    assert summary["cluster"]["workers_replaced"] >= 1
+    assert summary["cluster"]["workers_died"] >= 1
     assert summary["statuses"] == local["statuses"]
     assert _pages(tmp_path / "cluster") == _pages(tmp_path / "local")
     db = _db(tmp_path / "cluster")
@@ -319,7 +319,10 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, ray_head, web):
     assert _readable_warcs(tmp_path / "cluster") > 0
 
 
-def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, web):
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, web, stop):
+    """Ctrl-C, and SIGTERM (a Kubernetes pod stopping) the same way: everything finished is saved,
+    the workers are stopped, nothing asks the web any more; the next run resumes."""
     servers, urls = web
     _seeds(tmp_path, urls)
     slow = ["--delay", "0.4", "--per-host", "1", "--retries", "3", "--backoff", "0"]
@@ -327,12 +330,15 @@ def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, 
     proc = _start(tmp_path, "archive", ray_head, *slow, "--shards", "4")
     try:
         assert _wait(lambda: _recorded(tmp_path / "archive") >= 6, timeout=120)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT if stop == "ctrl-c" else signal.SIGTERM)
         _, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr, (proc.returncode, stderr)
+    assert proc.returncode == (130 if stop == "ctrl-c" else -signal.SIGTERM) and "interrupted" in stderr and "Traceback" not in stderr, (
+        proc.returncode,
+        stderr,
+    )
     assert _wait(lambda: not _marked_processes(temp, "ray::FetchWorker"), timeout=30), "the cluster's workers go on"
     done = _recorded(tmp_path / "archive")
     assert 6 <= done < len(urls)

@@ -121,9 +121,9 @@ def fetch(
             for warning in feeds.warnings:
                 err.print(f"[yellow]warning:[/] {safe(warning)}")
         entries = _fetch_entries(archive, options, feeds, as_json, engine) if feeds.links else None
-        cluster = {"cpus": engine.cpus, "shards": engine.shards, "workers_replaced": engine.replaced} if ray else None
-    if cluster and cluster["workers_replaced"] and not as_json:
-        err.print(f"{cluster['workers_replaced']} cluster workers died during the run and were replaced: their requests were made again")
+        cluster = {"cpus": engine.cpus, "shards": engine.shards, "workers_died": engine.deaths} if ray else None
+    if cluster and cluster["workers_died"] and not as_json:
+        err.print(f"{cluster['workers_died']} fetching workers died during the run: their requests under way were made again by new ones")
     if as_json:
         report = summary.as_dict()
         if cluster:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -50,9 +52,9 @@ class Cluster:
         return self.clients[-1]
 
     @property
-    def replaced(self) -> int:
-        """Workers that died and were replaced, over this command's runs."""
-        return sum(client.shards.replaced for client in self.clients)
+    def deaths(self) -> int:
+        """Fetching workers that died, over this command's runs (their requests were made again)."""
+        return sum(client.shards.deaths for client in self.clients)
 
 
 @contextmanager
@@ -80,6 +82,7 @@ def _init(ray, address: str, env: dict[str, str]) -> None:
     # Ray puts the driver's working folder on its workers' import path: a cloned reading list's
     # `json.py` would run in every worker. The driver connects from / instead.
     os.chdir(os.path.abspath(os.sep))
+    stopping = signal.getsignal(signal.SIGTERM)  # ray.init makes SIGTERM a bare exit; mirror's stops as Ctrl-C does
     try:
         ray.init(
             address=address,
@@ -93,3 +96,5 @@ def _init(ray, address: str, env: dict[str, str]) -> None:
         raise ClusterError(f"cannot start or reach {where}: {type(exc).__name__}: {str(exc)[:500]}") from None
     finally:
         os.chdir(here)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, stopping)

@@ -35,7 +35,7 @@ class Shards:
         self.generations = [0] * count
         self.ready_at = [0.0] * count  # a replacement waits --delay after its predecessor's death
         self.dead: list[str] = []  # WARC file prefixes of workers that died
-        self.replaced = 0
+        self.deaths = 0  # workers that died (a replacement is started when the shard is next used)
 
     def shard_of(self, url: str) -> int:
         server = server_key(url)
@@ -66,7 +66,7 @@ class Shards:
         self.workers[shard] = None
         self.generations[shard] += 1
         self.ready_at[shard] = time.monotonic() + self.delay + 0.05
-        self.replaced += 1
+        self.deaths += 1
 
     def alive(self) -> list[Any]:
         return [worker for worker in self.workers if worker is not None]
