@@ -40,6 +40,8 @@ RANKS = {
     # the runs: chromium's pass, then the fetch run that drives everything below
     "browser": 7,
     "fetch": 8,
+    # the fetch run's engine on a Ray cluster: where its requests and extractions go (cli passes it to the run)
+    "cluster": 9,
     # search and exports: reading the store
     "search": 9,
     "export": 9,

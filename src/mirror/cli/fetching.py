@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +17,7 @@ from .._util.text import count
 from ._common import err, fail, open_archive, print_json, read_inventory, safe
 from ._options import (
     POLITE,
+    RUN,
     WHAT,
     AllowPrivate,
     ArchiveDir,
@@ -31,6 +34,7 @@ from ._options import (
     Header,
     HeaderAllHosts,
     PerHost,
+    Ray,
     Retries,
     Sources,
     Timeout,
@@ -43,6 +47,7 @@ from ._options import (
 
 if TYPE_CHECKING:
     from ..fetch import FetchOptions, Summary
+    from ..fetch.engine import Engine
     from ..seeds.documents import Inventory
 
 _BAD_IN_HEADER = re.compile("[\x00-\x08\x0a-\x1f\x7f]")  # CR and LF would start another header
@@ -93,6 +98,13 @@ def fetch(
     browser_tabs: BrowserTabs = None,
     workers: Workers = None,
     extract_timeout: ExtractTimeout = 30.0,
+    ray: Ray = False,
+    shards: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="With --ray: workers fetching, each owning a share of the hosts.", show_default="the cluster's CPUs", rich_help_panel=RUN
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Read the reading lists (seeds/ unless given), then fetch pending pages into WARC captures:
@@ -100,22 +112,31 @@ def fetch(
     (seeds/'s, other files', URLs given on the command line).
 
     Examples: mirror fetch (seeds/, and what is pending); mirror fetch mylist.md (its pages only);
-    mirror fetch https://example.com/post; mirror fetch --retry-failed (try failed pages again).
+    mirror fetch https://example.com/post; mirror fetch --retry-failed (try failed pages again);
+    mirror fetch --ray (on the Ray cluster RAY_ADDRESS names: docs/scale.md).
     """
     given = dict(locals())  # the options as typer converted them, by name
+    if shards is not None and not ray:
+        fail("--shards goes with --ray (the workers of a cluster run)", code=2)
     options = _options(given)
     inventory = read_inventory(sources)
     # given sources, the pages they link; else every page some list links
     only = None if not sources or all_pending else _urls(inventory)
-    summary = _run_fetch(archive, options, inventory, only)
-    feeds = _feeds_given(archive, inventory)
-    if not as_json:
-        _tell(summary, inventory, sources, all_pending)
-        for warning in feeds.warnings:
-            err.print(f"[yellow]warning:[/] {safe(warning)}")
-    entries = _fetch_entries(archive, options, feeds, as_json) if feeds.links else None
+    with _engine(ray, shards, quiet=as_json) as engine:
+        summary = _run_fetch(archive, options, inventory, only, engine)
+        feeds = _feeds_given(archive, inventory)
+        if not as_json:
+            _tell(summary, inventory, sources, all_pending)
+            for warning in feeds.warnings:
+                err.print(f"[yellow]warning:[/] {safe(warning)}")
+        entries = _fetch_entries(archive, options, feeds, as_json, engine) if feeds.links else None
+        cluster = {"cpus": engine.cpus, "shards": engine.shards, "workers_died": engine.deaths} if ray else None
+    if cluster and cluster["workers_died"] and not as_json:
+        err.print(f"{cluster['workers_died']} fetching workers died during the run: their requests under way were made again by new ones")
     if as_json:
         report = summary.as_dict()
+        if cluster:
+            report["cluster"] = cluster
         if feeds.seeds or feeds.warnings:
             report["feeds"] = {
                 "feeds": feeds.seeds,
@@ -126,7 +147,28 @@ def fetch(
         print_json(report)
 
 
-def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet: bool) -> Summary:
+@contextmanager
+def _engine(ray: bool, shards: int | None, quiet: bool = False) -> Iterator[Engine]:
+    """Where the command's work is carried out: here, or (--ray) on a Ray cluster, connected to for
+    the whole command and left when it ends."""
+    from ..fetch.engine import LOCAL
+
+    if not ray:
+        yield LOCAL
+        return
+    from ..cluster import ClusterError, connect
+
+    with ExitStack() as stack:
+        try:
+            engine = stack.enter_context(connect(shards))
+        except ClusterError as exc:
+            fail(str(exc))
+        if not quiet:
+            err.print(f"on Ray: {engine.cpus} CPUs for extraction, {engine.shards} workers fetching (each owning a share of the hosts)")
+        yield engine
+
+
+def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet: bool, engine: Engine) -> Summary:
     """A feed's entries fetched as a reading list of someone else's: without the user's --header
     values (unless --header-all-hosts) and at no address more private than the feed's own."""
     from ..fetch.feeds import feed_reach
@@ -136,7 +178,7 @@ def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet
     if not quiet:
         given = ", ".join(map(safe, feeds.seeds))
         err.print(f"{count(len(feeds.links), 'entry', 'entries')} in {count(len(feeds.seeds), 'feed')} given ({given}): fetching them")
-    summary = _run_fetch(archive, options, feeds, _urls(feeds))
+    summary = _run_fetch(archive, options, feeds, _urls(feeds), engine)
     if not quiet:
         _tell(summary, feeds, feeds.seeds, False)
     return summary
@@ -164,7 +206,7 @@ def _options(given: dict) -> FetchOptions:
     from .. import fetch as fetching
 
     headers = _headers(given["header"], given["user_agent"])
-    mode, chromium_path = _browser(given["browser"], given["chromium"])
+    mode, chromium_path = _browser(given["browser"], given["chromium"]) if not given.get("ray") else _no_browser(given["browser"])
     # every option of this command that FetchOptions knows, by name; the rest are checked here
     fields = {f.name for f in dataclasses.fields(fetching.FetchOptions)}
     options = fetching.FetchOptions(
@@ -235,9 +277,18 @@ def _browser(browser: BrowserMode, chromium: str | None) -> tuple[BrowserMode, s
     return mode, chromium_path
 
 
-def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None, only: set[str] | None) -> Summary:
-    """The inventory recorded (if any) and its pages fetched, with a progress display; Ctrl-C keeps what is done (exit 130)."""
+def _no_browser(browser: BrowserMode) -> tuple[BrowserMode, None]:
+    """A run on a cluster is over HTTP only: the browser pass does not run on its nodes (yet)."""
+    if browser == BrowserMode.ALWAYS:
+        fail("--browser always: not with --ray (the cluster's workers fetch over HTTP only)", code=2)
+    return BrowserMode.NEVER, None
+
+
+def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None, only: set[str] | None, engine: Engine | None = None) -> Summary:
+    """The inventory recorded (if any) and its pages fetched (here, or where `engine` says), with a
+    progress display; Ctrl-C keeps what is done (exit 130)."""
     from .. import fetch as fetching
+    from ..fetch.engine import LOCAL
     from .progress import FetchReporter
 
     reporter = FetchReporter(err.get(), label="check" if options.check else "fetch")
@@ -246,7 +297,14 @@ def _run_fetch(archive: Path, options: FetchOptions, inventory: Inventory | None
             if inventory is not None:
                 store.record_inventory(inventory)
             summary = fetching.run(
-                store, options, on_page=reporter.page, on_start=reporter.start, on_render=reporter.render, on_tail=reporter.tail, only=only
+                store,
+                options,
+                on_page=reporter.page,
+                on_start=reporter.start,
+                on_render=reporter.render,
+                on_tail=reporter.tail,
+                only=only,
+                engine=engine or LOCAL,
             )
     except fetching.FetchError as exc:
         reporter.stop()
@@ -318,12 +376,15 @@ def reindex(
     archive: ArchiveDir = Path("archive"),
     workers: Workers = None,
     extract_timeout: ExtractTimeout = 30.0,
+    ray: Ray = False,
 ) -> None:
-    """Re-extract every page from its WARC capture (no network) and rebuild the search index."""
+    """Re-extract every page from its WARC capture (no network) and rebuild the search index
+    (--ray: the extractions as tasks on a Ray cluster, which must see the archive folder)."""
     from ..fetch import reindex as run_reindex
 
-    with open_archive(archive, lock=True) as store:
-        counts = run_reindex(store, workers=workers, extract_timeout=extract_timeout)
+    with open_archive(archive, lock=True) as store, _engine(ray, None) as engine:
+        workers = workers or getattr(engine, "cpus", None)
+        counts = run_reindex(store, workers=workers, extract_timeout=extract_timeout, engine=engine)
     due = counts.pop("with images to fetch", 0)
     err.print(", ".join(f"{k} {v}" for k, v in counts.items()) or "nothing captured yet")
     if due:

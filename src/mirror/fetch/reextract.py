@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from concurrent.futures import Executor
 
 from .._types import CapturedPage, Extraction
-from ..extract.pool import EXTRACT_TIMEOUT, extraction_pool, safe_extract
+from ..extract.pool import EXTRACT_TIMEOUT, safe_extract
 from ..store import Archive
+from .engine import LOCAL, Engine
 
 __all__ = ["reindex"]
 
@@ -18,11 +19,14 @@ BATCH = 200  # pages per transaction
 AHEAD = 8  # extractions queued per worker: the pool stays busy, and a million pages are not held at once
 
 
-def reindex(archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT, pool: Executor | None = None) -> dict[str, int]:
+def reindex(
+    archive: Archive, workers: int | None = None, extract_timeout: float = EXTRACT_TIMEOUT, pool: Executor | None = None, engine: Engine = LOCAL
+) -> dict[str, int]:
     """Re-extract every captured page (after a trafilatura upgrade, say) and re-index it
     (the workers segment the text for the index); then index the archived pages left.
-    In `pool` when one is given, as `fetch.run` (the caller keeps it; the archive is named to it by
-    its absolute path), else in `workers` processes of its own.
+    The extractions run in `pool` when one is given, as `fetch.run` (the caller keeps it; the
+    archive is named to it by its absolute path), else where `engine` puts them (`workers` of
+    them at a time: processes here, or the cluster's CPUs); the results are saved here, in order.
 
     Returns counts by resulting status, `indexed`, and `with images to fetch`: articles
     that now show images not archived yet, which the next `mirror fetch` fetches.
@@ -32,7 +36,7 @@ def reindex(archive: Archive, workers: int | None = None, extract_timeout: float
     pages = archive.captured_pages()
     with contextlib.ExitStack() as own:
         if pool is None:
-            pool = own.enter_context(extraction_pool(workers))
+            pool = own.enter_context(engine.pool(workers))
         for url, extraction in _extracted(pool, str(archive.path.absolute()), pages, extract_timeout, ahead=AHEAD * (workers or os.cpu_count() or 1)):
             batch.append((url, extraction))
             if len(batch) >= BATCH:

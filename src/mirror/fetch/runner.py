@@ -41,12 +41,12 @@ from .._util.text import count
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
 from ..check import soft404
-from ..extract.pool import extraction_pool, in_pool, safe_extract
-from ..http.client import Client
+from ..extract.pool import in_pool, safe_extract
 from ..http.gate import Budget
 from ..store import Archive
 from ..store.queries import warc_location
 from . import requisites
+from .engine import LOCAL, Engine
 from .options import FetchOptions, run_cookies
 from .pages import fetch_page, internal_failure, page_reach
 from .recovery import recover
@@ -70,15 +70,17 @@ def run(
     only: Iterable[str] | None = None,
     pool: Executor | None = None,
     on_tail: TailHook | None = None,
+    engine: Engine = LOCAL,
 ) -> Summary:
     """Fetch the archive's pending pages (more with retry_failed / refresh): those among
-    `only` (the pages the sources given link), else those some reading list links.
+    `only` (the pages the sources given link), else those some reading list links. `engine`
+    says where the requests and extractions are carried out (`fetch.engine`: here, or a cluster).
     `on_tail` is told when every page is recorded and their resources are still being fetched.
 
     Extractions run in `pool` when one is given (`extract.pool.extraction_pool`, say: a caller
     that starts many runs, such as the tests, starts its workers once, where each run would
     spawn its own and import trafilatura in each, ~1 s); the caller keeps it and shuts it down.
-    Without one the run makes its own of `options.workers` processes.
+    Without one the run makes its own (`engine.pool`: `options.workers` processes here).
 
     The caller holds the archive lock. Raises KeyboardInterrupt after a clean
     stop on Ctrl-C; everything finished before it is committed. A run that finds the network
@@ -101,15 +103,16 @@ def run(
     started = time.monotonic()
     try:
         hooks = (on_page, on_render, on_tail)
-        asyncio.run(_fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool))
+        fetching = _fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool, engine)
+        asyncio.run(fetching)
     finally:
         summary.elapsed = time.monotonic() - started
     return summary
 
 
-async def _fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool) -> None:
+async def _fetch_all(archive, options, cookies, summary, pages, hooks, suspects, recoverable, missing_images, only, pool, engine) -> None:
     """The run's client, writer and pool are made inside the event loop that uses them."""
-    await _Run(archive, options, cookies, summary, pages, *hooks, only=only, pool=pool).all(suspects, recoverable, missing_images)
+    await _Run(archive, options, cookies, summary, pages, *hooks, only=only, pool=pool, engine=engine).all(suspects, recoverable, missing_images)
 
 
 class _Run:
@@ -128,13 +131,15 @@ class _Run:
         *,
         only: set[str] | None = None,
         pool: Executor | None = None,
+        engine: Engine = LOCAL,
     ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.on_tail, self.only = on_page, on_render, on_tail, only
+        self.folder = archive.path.absolute()  # (a cluster's workers, or a pool the caller gave, do not start where this process did)
         self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
-        self.pool = extraction_pool(options.workers) if pool is None else pool
-        self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes, info=options.warcinfo())
-        self.client = _client(self.writer, options, cookies, pages, archive)
+        self.pool = engine.pool(options.workers) if pool is None else pool
+        self.writer = engine.writer(self.folder, options.warc_rotate_bytes, info=options.warcinfo())
+        self.client = engine.client(self.writer, pages, _client_settings(options, cookies, pages, archive))
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
         self.resources = Budget(
             timeout=min(options.timeout, options.resource_timeout),
@@ -215,7 +220,7 @@ class _Run:
         """The article of a capture, extracted in another process while fetching goes on here
         (the archive named by its absolute path: a pool the caller gave may run in another folder)."""
         o = self.options
-        return await in_pool(self.pool, safe_extract, str(self.archive.path.absolute()), location, url, o.images, o.extract_timeout)
+        return await in_pool(self.pool, safe_extract, str(self.folder), location, url, o.images, o.extract_timeout)
 
     async def page(self, page: PageToFetch) -> None:
         try:
@@ -480,9 +485,9 @@ def _renders(run: _Run, cookies: CookieJar | None) -> Renders | None:
     return Renders(run.archive, run.writer, run.client, run.resources, run.seen, options, cookies, run.extract)
 
 
-def _client(writer: warc.CaptureWriter, options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> Client:
-    return Client(
-        writer,
+def _client_settings(options: FetchOptions, cookies: CookieJar | None, pages: list[PageToFetch], archive: Archive) -> dict:
+    """The run's `Client` keywords, but its writer."""
+    return dict(
         concurrency=options.concurrency,
         per_host=options.per_host,
         delay=options.delay,
