@@ -72,5 +72,5 @@ Browser = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.", rich_help_panel=RUN)]
 Ray = Annotated[
     bool,
-    typer.Option("--ray", help="On the Ray cluster RAY_ADDRESS names, else a local one (pip install 'mirror[cluster]').", rich_help_panel=RUN),
+    typer.Option("--ray", help="On the Ray cluster RAY_ADDRESS names, else a local one (pip install 'mirror\\[cluster]').", rich_help_panel=RUN),
 ]
