@@ -23,7 +23,7 @@ from mirror._types import PageToFetch
 from mirror.cluster.shards import Shards
 from mirror.http.gate import server_key
 
-from .conftest import run_mirror
+from .helpers import run_mirror
 from .webserver import PNG, HostileServer, Recorder, article
 
 HOSTS = 16
