@@ -168,17 +168,20 @@ def test_a_capture_is_read_back_within_a_bound(tmp_path):
 
 @pytest.mark.hostile
 def test_an_extraction_past_its_deadline_keeps_the_plain_text(tmp_path, web, cli):
+    """The deadline is wall-clock time, which a loaded machine stretches, and the plain text must
+    be read within it too: its 3 s lie far from both costs of this page, ~15 s of CPU for the full
+    extraction and ~0.3 s for its plain text (with 1 s, the plain text missed it under load)."""
     url = web.add("/many-blocks", QUADRATIC)
     normal = web.add("/normal", article("正常的文章"))
-    db, _ = fetch(tmp_path, [url, normal], extract_timeout=1.0)
+    db, _ = fetch(tmp_path, [url, normal], extract_timeout=3.0)
     row = db["pages"].get(url)
-    assert row["status"] == "archived" and row["title"] == "很多小块"
-    assert "longer than 1 s" in row["extract_note"] and "plain text" in row["extract_note"]
+    assert row["status"] == "archived" and row["title"] == "很多小块", row["extract_note"]
+    assert "longer than 3 s" in row["extract_note"] and "plain text" in row["extract_note"]
     assert row["text"].startswith("word another")
     assert db["pages"].get(normal)["extract_note"] is None
-    result = cli("reindex", "--archive", str(tmp_path / "archive"), "--extract-timeout", "1")
+    result = cli("reindex", "--archive", str(tmp_path / "archive"), "--extract-timeout", "3")
     assert result.exit_code == 0, result.output
-    assert "longer than 1 s" in db["pages"].get(url)["extract_note"]
+    assert "longer than 3 s" in db["pages"].get(url)["extract_note"]
 
 
 @pytest.mark.hostile

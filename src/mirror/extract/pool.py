@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -164,6 +165,19 @@ def _deadline(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+_WARM_PAGE = b"<html><head><title>warm</title></head><body><article><h1>warm</h1><p>A few words.</p></article></body></html>"
+
+
+@functools.cache
+def _warm() -> None:
+    """Once per worker: trafilatura imported and a small page extracted, outside any deadline
+    (a failure here is the real page's to report)."""
+    from .article import extract
+
+    with contextlib.suppress(Exception):
+        extract(_WARM_PAGE, "http://localhost/", "text/html")
+
+
 def safe_extract(
     archive_dir: str, location: WarcLocation, url: str, stylesheets: bool = False, timeout: float | None = EXTRACT_TIMEOUT
 ) -> Extraction:
@@ -172,9 +186,9 @@ def safe_extract(
     trafilatura is roughly quadratic on pages of many small blocks (a few MB of them take
     minutes): past `timeout` seconds, the page's plain text is its article instead
     (`extract.extract_plain`, linear), with a note saying so. The deadline is the extraction's:
-    a worker's first page does not count the import of trafilatura (a second or more on a busy
-    machine), which happens before it starts."""
-    from . import article  # noqa: F401 - (imported once per worker, outside the deadline)
+    a worker's first page does not count the import of trafilatura nor what its first extraction
+    loads (a second or more on a busy machine, 40 times a small page's cost), done before it starts."""
+    _warm()
 
     try:
         with _deadline(timeout):
