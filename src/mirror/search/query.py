@@ -145,7 +145,8 @@ def search(
     titled = title_match(query)
     later = "0"  # 1: a page ranked after those with the query in their title
     if titled is not None:
-        later = f"{FTS_TABLE}.rowid not in (select rowid from {FTS_TABLE} where {FTS_TABLE} match :titled)"
+        newest = " and rowid >= :floor" if floor is not None else ""  # (only those ranked)
+        later = f"{FTS_TABLE}.rowid not in (select rowid from {FTS_TABLE} where {FTS_TABLE} match :titled{newest})"
         params["titled"] = titled
     # Rank every match, but make snippets for the top `limit` only: a sorter would
     # otherwise build a snippet for each of thousands of matching pages.
