@@ -58,7 +58,12 @@ class ShardedClient:
 
     reached = property(lambda self: any(h.reached for h in self._health.values()))
     offline = property(lambda self: not self.reached and any(h.offline for h in self._health.values()))
-    deferred = property(lambda self: sum(h.deferred for h in self._health.values()))
+    network_works = property(lambda self: any(h.network_works for h in self._health.values()))
+
+    @property
+    def health(self) -> _AcrossWorkers:
+        """What the run asks of the workers' clients' health at its end, as of one client's."""
+        return _AcrossWorkers(self)
 
     def _start(self, shard: int, prefix: str):
         revisits = {url: saved for url, saved in self._revisits.items() if self.shards.owner.get(server_key(url)) == shard}
@@ -153,3 +158,15 @@ class ShardedClient:
         dead = [path for prefix in self.shards.dead for path in sorted(self.writer.dir.glob(f"{prefix}-*.warc.gz"))]
         await asyncio.to_thread(repair, dead)  # (cut where the worker died: the run re-fetched its pages)
         self.writer.opened += [path.name for path in dead]
+
+
+class _AcrossWorkers:
+    """The workers' clients' health read as one: offline when none showed the network working
+    and some judged their failed lookups the machine's state."""
+
+    def __init__(self, client: ShardedClient):
+        self.client = client
+
+    def looks_offline(self) -> bool:
+        healths = self.client._health.values()
+        return not any(h.network_works for h in healths) and any(h.looks_offline for h in healths)

@@ -26,7 +26,8 @@ class Health:
 
     reached: bool = False  # some server answered
     offline: bool = False  # nothing reached and several names failed
-    deferred: int = 0  # requests given up at the run's end
+    network_works: bool = False  # a server off this machine answered, or a name resolved
+    looks_offline: bool = False  # the client's judgement of its failed lookups (`HostHealth.looks_offline`)
     down: dict[str, Exchange] = field(default_factory=dict)  # the answer's hosts that are down for the run
     nxdomain: dict[str, float] = field(default_factory=dict)  # names found not to exist since the last answer
 
@@ -108,7 +109,7 @@ class FetchWorker:
         nxdomain = list(client.nxdomain.items())
         new, self.reported = dict(nxdomain[self.reported :]), len(nxdomain)
         down = {host: client.down[host] for host in hosts if host in client.down}
-        return Health(client.reached, client.offline, client.deferred, down, new)
+        return Health(client.reached, client.offline, client.network_works, client.health.looks_offline(), down, new)
 
 
 def _netloc(url: str) -> str:
