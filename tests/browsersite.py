@@ -182,3 +182,39 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 PAGES = ["/spa", "/challenge", "/lazy", "/never-settles", "/dialogs", "/download", "/static", "/members", "/shell"]
+
+
+# An application on the tests' own webserver (tests/webserver.py), for the runs that render beside
+# the fetch: its shell, its script (shared by the app's pages) and the API it asks.
+
+APP_PARAGRAPHS = [  # the article the application's API serves
+    "FlashAttention computes exact attention in tiles that fit in on-chip memory, so the full attention matrix is never written out.",
+    "The backward pass recomputes the tiles instead of storing them, trading a little compute for a large saving in memory traffic.",
+    "Online softmax lets the normalisation be carried from tile to tile, which is what makes the tiled computation exact.",
+]
+
+
+# an application shell: an empty root, a script (shared by the app's pages) that asks an API for the article
+APP_JS = b"""fetch(document.body.dataset.api).then(r => r.json()).then(a => {
+  const root = document.getElementById('root');
+  const article = document.createElement('article');
+  const h = document.createElement('h1'); h.textContent = a.title; article.appendChild(h);
+  for (const text of a.paragraphs) { const p = document.createElement('p'); p.textContent = text; article.appendChild(p); }
+  const img = document.createElement('img'); img.src = '/figure.png'; img.alt = 'figure'; article.appendChild(img);
+  root.appendChild(article); document.title = a.title;
+});"""
+
+
+def app_page(api: str) -> bytes:
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Loading</title></head><body data-api="{api}">'
+        '<div id="root"></div><noscript>Please enable JavaScript to read this article.</noscript>'
+        '<script src="/app.js"></script></body></html>'
+    ).encode()
+
+
+def serve_app(web, name: str, title: str, paragraphs: list[str] = APP_PARAGRAPHS) -> str:
+    web.add("/app.js", APP_JS, content_type="application/javascript")
+    web.add("/figure.png", PNG, content_type="image/png")
+    web.add(f"/api/{name}.json", json.dumps({"title": title, "paragraphs": paragraphs}).encode(), content_type="application/json")
+    return web.add(f"/{name}", app_page(f"/api/{name}.json"))

@@ -4,14 +4,9 @@ screenshots of each page kept under the test's own tmp folder (`artifacts/`)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
 
 from .helpers import CHROMIUM, chromium_or_skip, run_mirror
 
@@ -21,36 +16,6 @@ def fetch(folder: Path, *sources: str, options: tuple[str, ...] = ()) -> subproc
     result = run_mirror("fetch", *sources, "--delay", "0", "--retries", "0", "--workers", "1", *options, cwd=folder, env={"MIRROR_BROWSER": "never"})
     assert result.returncode == 0, result.stderr
     return result
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def mirror_serve(archive_dir: Path):
-    """`mirror serve` as a real process on a free port; yields its root URL."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mirror", "serve", "--port", str(port), "--archive", str(archive_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        server.kill()
-        pytest.fail("mirror serve did not start: " + server.stderr.read().decode())
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @contextmanager

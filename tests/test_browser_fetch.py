@@ -12,27 +12,11 @@ import time
 import pytest
 import sqlite_utils
 
+from .browsersite import APP_PARAGRAPHS, app_page, serve_app
 from .helpers import CHROMIUM, chromium_or_skip, fetch, run_mirror
 from .webserver import PNG
 
 pytestmark = pytest.mark.slow
-
-PARAGRAPHS = [
-    "FlashAttention computes exact attention in tiles that fit in on-chip memory, so the full attention matrix is never written out.",
-    "The backward pass recomputes the tiles instead of storing them, trading a little compute for a large saving in memory traffic.",
-    "Online softmax lets the normalisation be carried from tile to tile, which is what makes the tiled computation exact.",
-]
-
-
-# an application shell: an empty root, a script (shared by the app's pages) that asks an API for the article
-APP_JS = b"""fetch(document.body.dataset.api).then(r => r.json()).then(a => {
-  const root = document.getElementById('root');
-  const article = document.createElement('article');
-  const h = document.createElement('h1'); h.textContent = a.title; article.appendChild(h);
-  for (const text of a.paragraphs) { const p = document.createElement('p'); p.textContent = text; article.appendChild(p); }
-  const img = document.createElement('img'); img.src = '/figure.png'; img.alt = 'figure'; article.appendChild(img);
-  root.appendChild(article); document.title = a.title;
-});"""
 
 
 @pytest.fixture(autouse=True)
@@ -45,27 +29,12 @@ def fetch_rendering(tmp_path, urls: list[str], **options):
     return fetch(tmp_path, urls, **{**dict(timeout=15, browser="auto", chromium=CHROMIUM, browser_tabs=2), **options})
 
 
-def app_page(api: str) -> bytes:
-    return (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>Loading</title></head><body data-api="{api}">'
-        '<div id="root"></div><noscript>Please enable JavaScript to read this article.</noscript>'
-        '<script src="/app.js"></script></body></html>'
-    ).encode()
-
-
 def static_page(title: str) -> bytes:
     return (
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body><article><h1>{title}</h1>'
-        + "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
+        + "".join(f"<p>{p}</p>" for p in APP_PARAGRAPHS)
         + '<img src="/static-figure.png" alt="a figure"></article></body></html>'
     ).encode()
-
-
-def serve_app(web, name: str, title: str, paragraphs: list[str] = PARAGRAPHS) -> str:
-    web.add("/app.js", APP_JS, content_type="application/javascript")
-    web.add("/figure.png", PNG, content_type="image/png")
-    web.add(f"/api/{name}.json", json.dumps({"title": title, "paragraphs": paragraphs}).encode(), content_type="application/json")
-    return web.add(f"/{name}", app_page(f"/api/{name}.json"))
 
 
 GB_PAGE = """<html><head><meta charset="gb2312"><title>流水线并行的气泡</title></head><body>
@@ -157,7 +126,7 @@ def test_a_render_ends_while_the_http_pass_goes_on(tmp_path, web, web2):
 def test_a_gb2312_page_with_broken_bytes_is_rendered_as_mirror_decodes_it(tmp_path, web):
     """The render is made from the capture decoded as the extraction decodes it: its article keeps
     the Chinese the HTTP article has, not chromium's own reading of the bytes."""
-    more = "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
+    more = "".join(f"<p>{p}</p>" for p in APP_PARAGRAPHS)
     url = web.add(
         "/gb", gb_bytes(f"<script>document.getElementById('app').innerHTML = {json.dumps(more)};</script>"), content_type="text/html"
     )  # no charset in the header: the page's own <meta> says gb2312
@@ -219,7 +188,7 @@ def test_a_check_keeps_a_rendered_article_against_its_shell(tmp_path, web):
     assert db["pages"].get(url)["text"] == saved["text"]  # the shell never replaced the rendered article
 
     assert check(tmp_path)["states"] == {"same": 1}  # rendered again: the same article
-    serve_app(web, "notes", "Rendered by JavaScript", [*PARAGRAPHS, "A paragraph added since the first capture, with new words."])
+    serve_app(web, "notes", "Rendered by JavaScript", [*APP_PARAGRAPHS, "A paragraph added since the first capture, with new words."])
     web.add("/notes", app_page("/api/notes.json"))
     assert check(tmp_path)["states"] == {"changed": 1}
     row = db["pages"].get(url)

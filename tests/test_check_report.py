@@ -95,8 +95,8 @@ def test_the_first_render_of_a_page_saved_over_http_is_no_change(cli, tmp_path, 
     """A page a script fills, saved by a run without the browser, then checked with one: its
     render is a better reading of the same page (its shell's text unchanged), `same` and not
     `changed`, and its article is the render's from then on; the home says no page changed."""
+    from .browsersite import app_page, serve_app
     from .helpers import CHROMIUM, chromium_or_skip
-    from .test_browser_fetch import app_page, serve_app
 
     chromium_or_skip()
     url = serve_app(web, "app", "Rendered by JavaScript")

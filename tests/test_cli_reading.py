@@ -11,8 +11,8 @@ import sys
 import threading
 import time
 
-from .browsing import fetch, free_port
-from .helpers import run_mirror
+from .browsing import fetch
+from .helpers import free_port, run_mirror
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 URL = "https://zhuanlan.zhihu.com/p/" + "1234567890" * 4 + "?share=" + "abcdef" * 4

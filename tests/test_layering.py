@@ -40,6 +40,8 @@ RANKS = {
     # the runs: chromium's pass, then the fetch run that drives everything below
     "browser": 7,
     "fetch": 8,
+    # pages the user's browser saved, stored as a fetched page is (`mirror add`, the upload route)
+    "saved": 7,
     # the fetch run's engine on a Ray cluster: where its requests and extractions go (cli passes it to the run)
     "cluster": 9,
     # search and exports: reading the store
@@ -57,6 +59,7 @@ RANKS = {
 INDEPENDENT = [
     ("search", "store", "search works on any connection to an archive"),
     ("store", "extract", "the database layer stores what extraction made; re-extracting is a run (fetch.reextract)"),
+    ("plugin", "fetch", "serving never fetches"),
 ]
 
 

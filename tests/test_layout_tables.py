@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 from mirror.extract.article import extract
 from mirror.extract.tables import is_layout_table
 
-from .browsing import browser_page, fetch, mirror_serve, shot
-from .helpers import CORPUS, run_mirror
+from .browsing import browser_page, fetch, shot
+from .helpers import CORPUS, mirror_serve, run_mirror
 from .webserver import PNG
 
 PARAGRAPHS = [

@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 from mirror.plugin.versions import diff_html
 
-from .browsing import browser_page, fetch, mirror_serve, shot
-from .helpers import run_mirror
+from .browsing import browser_page, fetch, shot
+from .helpers import mirror_serve, run_mirror
 
 PARAGRAPH = "<p>{}：显存是训练大模型时最紧张的资源，激活重计算、混合精度和零冗余优化器是三种常用的节省办法，本文逐一介绍它们的原理和代价。</p>"
 

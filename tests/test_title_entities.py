@@ -13,8 +13,8 @@ from mirror.extract.article import extract
 from mirror.seeds.imports import as_links
 from mirror.seeds.text import parse_text
 
-from .browsing import fetch, mirror_serve
-from .helpers import run_mirror
+from .browsing import fetch
+from .helpers import mirror_serve, run_mirror
 
 TITLE = "多维博客 » 播客热潮"
 BODY = "".join(f"<p>第{n}段：播客在中文互联网上流行起来，越来越多的人开始录制自己的节目，并通过订阅把它们送到听众手里。</p>" for n in range(1, 5))

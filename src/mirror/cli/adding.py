@@ -28,8 +28,8 @@ def add(
 
     Examples: mirror add saved.html; mirror add page.mhtml; mirror add page.html --url https://example.com/post.
     """
-    from ..fetch.added import add_saved
-    from ..fetch.saved import SavedPageError, read_path
+    from ..saved.add import add_saved
+    from ..saved.read import SavedPageError, read_path
 
     if url is not None and len(files) > 1:
         fail("--url names one page: give one file with it", code=2)

@@ -21,7 +21,7 @@ plugin setting `uploads: true`). What guards it:
   first: it is answered for extension origins only.
 - The DNS-rebinding guard (`_origin.guard`) applies as to every route.
 
-The write is `mirror add`'s (`fetch.added`), under the archive's lock: an upload waits a few
+The write is `mirror add`'s (`saved.add`), under the archive's lock: an upload waits a few
 seconds for another upload, and is refused with a 503 while a `mirror fetch` writes.
 """
 
@@ -36,7 +36,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..fetch.saved import MAX_SAVED_BYTES
+from ..saved.read import MAX_SAVED_BYTES
 
 __all__ = ["MAX_UPLOAD", "TOKEN_FILE", "UPLOAD_PATH", "answer_upload", "upload_token", "uploads_enabled"]
 
@@ -241,8 +241,8 @@ class _Form:
 
 def _add(folder: Path, form: _Form) -> tuple[int, dict]:
     """`mirror add`'s write, in a thread; extraction in a process of its own (a deadline, and the server's loop left free)."""
-    from ..fetch.added import add_saved
-    from ..fetch.saved import SavedPageError, read_saved
+    from ..saved.add import add_saved
+    from ..saved.read import SavedPageError, read_saved
     from ..store import Archive
     from ..store.folder import ArchiveError
 

@@ -33,7 +33,7 @@ from .. import warc
 from .._types import ADDED_SEED, Exchange, Extraction, PageResult, PageStatus, Source, VersionState, WarcLocation
 from ..seeds.documents import links_from_urls
 from ..store import Archive
-from .saved import SavedPage
+from .read import SavedPage
 
 __all__ = ["INLINE_HOST", "Added", "add_saved"]
 
