@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -96,7 +96,7 @@ class ExtractionPool(ProcessPoolExecutor):
                 process.kill()
 
 
-async def in_pool(pool: ProcessPoolExecutor, function, *args):
+async def in_pool(pool: Executor, function, *args):
     """`function(*args)` in a worker, awaited without tying the worker's call to the awaiting task.
 
     `run_in_executor` cancels the pool's future when the task awaiting it is cancelled (a Ctrl-C

@@ -41,7 +41,7 @@ from .._util.text import count
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
 from ..check import soft404
-from ..extract.pool import extraction_pool, in_pool, safe_extract
+from ..extract.pool import ExtractionPool, extraction_pool, in_pool, safe_extract
 from ..http.client import Client
 from ..http.gate import Budget
 from ..store import Archive
@@ -131,8 +131,10 @@ class _Run:
     ):
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.on_tail, self.only = on_page, on_render, on_tail, only
-        self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
-        self.pool = extraction_pool(options.workers) if pool is None else pool
+        self.own_pool: ExtractionPool | None = None  # (a pool the caller gave stays the caller's to stop)
+        if pool is None:
+            pool = self.own_pool = extraction_pool(options.workers)
+        self.pool: Executor = pool
         self.writer = warc.CaptureWriter(archive.path, rotate_bytes=options.warc_rotate_bytes, info=options.warcinfo())
         self.client = _client(self.writer, options, cookies, pages, archive)
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
@@ -184,10 +186,10 @@ class _Run:
             if self.renders is not None:
                 await self.renders.close()
             self.record_the_network()
-            if self.own_pool:
+            if self.own_pool is not None:
                 if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
-                    self.pool.kill_workers()
-                self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
+                    self.own_pool.kill_workers()
+                self.own_pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
             await self.client.aclose()
             if finished:  # else the next run checks the files and recovers what they hold
                 self.close_warcs()
