@@ -49,7 +49,7 @@ def lists(cli, tmp_path):
 def test_one_reading_list_is_read_back_unchanged(cli, tmp_path, lists):
     result = cli("export", "bookmarks", "pins.html", "--seed", "pins.json")
     assert result.exit_code == 0, result.output
-    assert "2 bookmarks in 1 reading lists, 1 links that are no web address left out" in result.output
+    assert "2 bookmarks in 1 reading list, 1 link with no web address left out" in result.output
     text = (tmp_path / "pins.html").read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE NETSCAPE-Bookmark-file-1>") and 'ADD_DATE="1704164645"' in text and 'TAGS="ml,attention"' in text
     assert "javascript:" not in text and "&lt;政策&gt;" in text

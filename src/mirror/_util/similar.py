@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import zlib
+from collections.abc import Set
 
 __all__ = ["CHANGED_AT_LEAST", "SAME_TEXT", "SHINGLE", "changed_fraction", "same_text", "text_hash"]
 
@@ -58,6 +59,8 @@ def changed_fraction(before: str | None, after: str | None) -> float:
         return 0.0
     if not a or not b:
         return 1.0
+    mine: Set[object]  # the runs themselves, or a sample of their CRCs
+    theirs: Set[object]
     if max(len(a), len(b)) <= FULL_CHARS:
         mine, theirs = _all_shingles(a), _all_shingles(b)
     else:

@@ -6,6 +6,7 @@ import codecs
 import functools
 import re
 from datetime import UTC
+from typing import overload
 
 __all__ = ["count", "decode", "decode_entities", "readable_date", "strip_controls"]
 
@@ -25,6 +26,12 @@ def strip_controls(text: str, keep: str = "") -> str:
 _ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 
 
+@overload
+def decode_entities(text: str) -> str: ...
+@overload
+def decode_entities(text: None) -> None: ...
+@overload
+def decode_entities(text: str | None) -> str | None: ...
 def decode_entities(text: str | None) -> str | None:
     """A title with its HTML character references decoded (`多维博客 &raquo; 播客热潮` -> `多维博客 »
     播客热潮`, `&amp;` -> `&`), once, where it is taken: a page's `<title>` escaped twice, a

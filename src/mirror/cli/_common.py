@@ -152,7 +152,13 @@ def read_inventory(sources: list[str] | None) -> Inventory:
     return inventory
 
 
-def reading_list(db, given: str | None) -> str | None:
+@overload
+def reading_list(db: Any, given: str) -> str: ...
+@overload
+def reading_list(db: Any, given: None) -> None: ...
+@overload
+def reading_list(db: Any, given: str | None) -> str | None: ...
+def reading_list(db: Any, given: str | None) -> str | None:
     """The reading list `--seed` (or `mirror forget`) names, as the archive stores it: the name
     `mirror links` shows, the path typed to `mirror fetch`, or the file's name alone when one list
     has it (`seeds.names.resolve_seed`). A name no list answers to ends the command (exit 2)."""

@@ -144,7 +144,7 @@ def bookmarks(
             fail(f"{file}: cannot write the bookmarks ({exc.strerror or exc})")
     err.print(
         f"{safe(str(file))}: {count(summary.bookmarks, 'bookmark')} in {count(summary.lists, 'reading list')}"
-        + (f", {count(summary.not_web, 'link')} that are no web address left out" if summary.not_web else "")
+        + (f", {count(summary.not_web, 'link')} with no web address left out" if summary.not_web else "")
     )
 
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -130,7 +130,7 @@ def fetch(
             for warning in feeds.warnings:
                 err.print(f"[yellow]warning:[/] {safe(warning)}")
         entries = _fetch_entries(archive, options, feeds, as_json, engine) if feeds.links else None
-        cluster = {"cpus": engine.cpus, "shards": engine.shards, "workers_died": engine.deaths} if ray else None
+        cluster = _cluster_report(engine)
     if cluster and cluster["workers_died"] and not as_json:
         err.print(f"{cluster['workers_died']} fetching workers died during the run: their requests under way were made again by new ones")
     if as_json:
@@ -145,6 +145,16 @@ def fetch(
                 "run": entries.as_dict() if entries else None,
             }
         print_json(report)
+
+
+def _cluster_report(engine: Engine) -> dict[str, int] | None:
+    """The cluster's part of the summary: its CPUs, the fetching workers, how many died."""
+    from ..fetch.engine import LOCAL
+
+    if engine is LOCAL:
+        return None
+    cpus, shards, deaths = (getattr(engine, name) for name in ("cpus", "shards", "deaths"))
+    return {"cpus": cpus, "shards": shards, "workers_died": deaths}
 
 
 @contextmanager
@@ -165,7 +175,7 @@ def _engine(ray: bool, shards: int | None, quiet: bool = False) -> Iterator[Engi
             fail(str(exc))
         if not quiet:
             err.print(f"on Ray: {engine.cpus} CPUs for extraction, {engine.shards} workers fetching (each owning a share of the hosts)")
-        yield engine
+        yield cast("Engine", engine)  # (its writer and client are the cluster's stand-ins for a CaptureWriter and a Client)
 
 
 def _fetch_entries(archive: Path, options: FetchOptions, feeds: Inventory, quiet: bool, engine: Engine) -> Summary:

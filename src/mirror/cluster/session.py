@@ -11,12 +11,12 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .._types import PageToFetch
+from ..extract.pool import StoppableExecutor
 from .client import ClusterWarcs, ShardedClient
 from .tasks import RayExecutor
 
@@ -41,7 +41,7 @@ class Cluster:
         self.shards = shards or self.cpus
         self.clients: list[ShardedClient] = []
 
-    def pool(self, workers: int | None) -> Executor:
+    def pool(self, workers: int | None) -> StoppableExecutor:
         return RayExecutor(self.ray)
 
     def writer(self, archive_dir: Path, rotate_bytes: int, info: dict[str, str] | None = None) -> ClusterWarcs:

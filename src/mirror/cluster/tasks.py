@@ -5,15 +5,17 @@ from the shared archive folder."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
+
+from ..extract.pool import StoppableExecutor
 
 __all__ = ["RETRIES", "RayExecutor"]
 
 RETRIES = 3  # a task whose worker died (a node lost, a process killed) runs again elsewhere; an extraction has no side effects
 
 
-class RayExecutor(Executor):
+class RayExecutor(StoppableExecutor):
     """`submit(function, *args)` as a Ray task of one CPU; its future is Ray's own (`ObjectRef.future`)."""
 
     def __init__(self, ray):

@@ -114,9 +114,9 @@ def _bookmark(row: dict, depth: int) -> str:
     if stamp := _unix(row["added"]):
         attributes += f' ADD_DATE="{stamp}"'
     if row["tags"]:
-        tags = [tag.strip() for tag in row["tags"].split(",") if tag.strip()]
+        names = [tag.strip() for tag in row["tags"].split(",") if tag.strip()]
         # (a lone tag with a space gets a comma after it: readers split a comma-less TAGS at spaces)
-        tags = ",".join(tags) + ("," if len(tags) == 1 and " " in tags[0] else "")
+        tags = ",".join(names) + ("," if len(names) == 1 and " " in names[0] else "")
         attributes += f' TAGS="{html.escape(tags)}"'
     title = " ".join((row["title"] or row["url"]).split())
     return f"{'    ' * depth}<DT><A {attributes}>{html.escape(title, quote=False)}</A>\n"

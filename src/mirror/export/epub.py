@@ -169,11 +169,11 @@ def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], su
         url = web_url(html.unescape(src[1]), base) if src else None
         problem = "image not archived"
         if url and url not in images:
-            found = archived_image(db, archive_dir, url)
-            problem = found.problem or ("" if found.media_type in CORE_IMAGES else "image in a format e-readers do not show")
+            archived = archived_image(db, archive_dir, url)
+            problem = archived.problem or ("" if archived.media_type in CORE_IMAGES else "image in a format e-readers do not show")
             if not problem:
-                name = f"images/{len(images) + 1}{found.extension}"
-                book.add_item(epub.EpubItem(uid=f"image-{len(images) + 1}", file_name=name, media_type=found.media_type, content=found.body))
+                name = f"images/{len(images) + 1}{archived.extension}"
+                book.add_item(epub.EpubItem(uid=f"image-{len(images) + 1}", file_name=name, media_type=archived.media_type, content=archived.body))
                 images[url] = name
                 summary.images += 1
         if url in images:

@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .._types import Extraction, PageStatus, WarcLocation
 
-__all__ = ["EXTRACT_TIMEOUT", "ExtractionPool", "extraction_pool", "in_pool", "run_extraction", "safe_extract"]
+__all__ = ["EXTRACT_TIMEOUT", "ExtractionPool", "StoppableExecutor", "extraction_pool", "in_pool", "run_extraction", "safe_extract"]
 
 T = TypeVar("T")
 
@@ -38,7 +38,15 @@ def extraction_pool(workers: int | None = None) -> ExtractionPool:
     return ExtractionPool(workers or os.cpu_count() or 1)
 
 
-class ExtractionPool(ProcessPoolExecutor):
+class StoppableExecutor(Executor):
+    """An Executor whose work under way can be stopped at once (`kill_workers`): a stopped run
+    records none of it. The run's own pools are these (processes here, tasks on a cluster)."""
+
+    def kill_workers(self) -> None:
+        raise NotImplementedError
+
+
+class ExtractionPool(ProcessPoolExecutor, StoppableExecutor):
     """Workers that ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and a
     worker would print its KeyboardInterrupt traceback over the clean line `mirror fetch` prints.
     The parent stops them itself. A worker starts with SIGINT blocked (the mask is inherited
@@ -97,7 +105,7 @@ class ExtractionPool(ProcessPoolExecutor):
                 process.kill()
 
 
-async def in_pool(pool: ProcessPoolExecutor, function, *args):
+async def in_pool(pool: Executor, function, *args):
     """`function(*args)` in a worker, awaited without tying the worker's call to the awaiting task.
 
     `run_in_executor` cancels the pool's future when the task awaiting it is cancelled (a Ctrl-C

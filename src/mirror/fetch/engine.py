@@ -6,12 +6,11 @@ same code either way: the engine only decides where the work goes."""
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import warc
-from ..extract.pool import extraction_pool
+from ..extract.pool import StoppableExecutor, extraction_pool
 from ..http.client import Client
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ __all__ = ["LOCAL", "Engine"]
 
 
 class Engine(Protocol):
-    def pool(self, workers: int | None) -> Executor:
+    def pool(self, workers: int | None) -> StoppableExecutor:
         """Where extractions run: `submit(function, *args)` gives a future; `kill_workers()` stops
         those under way (a stopped run records none of them), `shutdown` as an Executor's."""
         ...
@@ -39,7 +38,7 @@ class Engine(Protocol):
 class _Local:
     """One process: the client and its WARC writer here, extraction in spawned processes."""
 
-    def pool(self, workers: int | None) -> Executor:
+    def pool(self, workers: int | None) -> StoppableExecutor:
         return extraction_pool(workers)
 
     def writer(self, archive_dir: Path, rotate_bytes: int, info: dict[str, str] | None = None) -> warc.CaptureWriter:

@@ -41,7 +41,7 @@ from .._util.text import count
 from ..browser.decide import THIN_WORDS
 from ..browser.renderer import resolve
 from ..check import soft404
-from ..extract.pool import in_pool, safe_extract
+from ..extract.pool import StoppableExecutor, in_pool, safe_extract
 from ..http.gate import Budget
 from ..store import Archive
 from ..store.queries import warc_location
@@ -136,8 +136,10 @@ class _Run:
         self.archive, self.options, self.cookies, self.summary, self.pages = archive, options, cookies, summary, pages
         self.on_page, self.on_render, self.on_tail, self.only = on_page, on_render, on_tail, only
         self.folder = archive.path.absolute()  # (a cluster's workers, or a pool the caller gave, do not start where this process did)
-        self.own_pool = pool is None  # (a pool the caller gave stays the caller's to stop)
-        self.pool = engine.pool(options.workers) if pool is None else pool
+        self.own_pool: StoppableExecutor | None = None  # (a pool the caller gave stays the caller's to stop)
+        if pool is None:
+            pool = self.own_pool = engine.pool(options.workers)
+        self.pool: Executor = pool
         self.writer = engine.writer(self.folder, options.warc_rotate_bytes, info=options.warcinfo())
         self.client = engine.client(self.writer, pages, _client_settings(options, cookies, pages, archive))
         summary.in_flight = self.client.in_flight  # the progress display shows the slowest
@@ -189,10 +191,10 @@ class _Run:
             if self.renders is not None:
                 await self.renders.close()
             self.record_the_network()
-            if self.own_pool:
+            if self.own_pool is not None:
                 if not finished:  # stopped: what the workers are extracting would not be recorded (the next run recovers it)
-                    self.pool.kill_workers()
-                self.pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
+                    self.own_pool.kill_workers()
+                self.own_pool.shutdown(wait=True, cancel_futures=True)  # workers are reaped: their CPU counts as ours
             await self.client.aclose()
             if finished:  # else the next run checks the files and recovers what they hold
                 self.close_warcs()

@@ -34,9 +34,14 @@ import os
 import secrets
 import tempfile
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..saved.read import MAX_SAVED_BYTES
+
+if TYPE_CHECKING:
+    from ..extract.pool import ExtractionPool
 
 __all__ = ["MAX_UPLOAD", "TOKEN_FILE", "UPLOAD_PATH", "answer_upload", "upload_token", "uploads_enabled"]
 
@@ -48,7 +53,7 @@ _MAX_FIELD = 65536
 _EXTENSION_SCHEMES = ("chrome-extension://", "moz-extension://", "safari-web-extension://")
 _SHORTEST_TOKEN = 16
 _LOCK_WAIT = 10.0  # seconds an upload waits for another writer (an upload) before a 503
-_pool = None
+_pool: ExtractionPool | None = None
 _pool_lock = threading.Lock()
 
 
@@ -77,7 +82,7 @@ async def answer_upload(datasette, scope, receive, send, headers: dict[str, str]
     """The whole answer to a request for UPLOAD_PATH (any method)."""
     origin = headers.get("origin")
     extension = origin is not None and origin.startswith(_EXTENSION_SCHEMES)
-    cors = [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")] if extension else []
+    cors = [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")] if origin is not None and extension else []
     if not uploads_enabled(datasette):
         return await _json(send, 404, {"ok": False, "error": "uploads are off: start the server with mirror serve --uploads"}, cors)
     if origin is not None and not extension:
@@ -126,6 +131,21 @@ async def _archive_folder(datasette) -> Path | None:
     return Path(datasette.databases[name].path).parent
 
 
+_NOT_MULTIPART = "send the page as multipart/form-data (fields: file, url)"
+_NO_FILE = "no page in the form's field `file` (SingleFile: set the file field name to file)"
+
+
+@dataclass
+class _Part:
+    """The part the parser is in: its header being read, and its field's name once they are."""
+
+    header: bytes = b""
+    value: bytes = b""
+    headers: dict[bytes, bytes] = field(default_factory=dict)
+    name: str | None = None
+    too_large: str | None = None  # why the form is refused: a field past _MAX_FIELD
+
+
 class _Form:
     """The multipart body, streamed: the `file` part into a file of the archive folder, `url` (and
     any other small field) into memory, at most MAX_UPLOAD bytes in all."""
@@ -133,52 +153,59 @@ class _Form:
     def __init__(self, folder: Path, content_type: str):
         from python_multipart.multipart import parse_options_header
 
-        self.folder, self.error = folder, None
+        self.folder = folder
+        self.error: str | None = None
         self.fields: dict[str, bytearray] = {}
         self.file: Path | None = None
         self.file_name = "upload.html"
-        self._out = None
+        self._out: BinaryIO | None = None
         kind, options = parse_options_header(content_type)
         boundary = options.get(b"boundary")
         if kind != b"multipart/form-data" or not boundary:
-            self.error = "send the page as multipart/form-data (fields: file, url)"
+            self.error = _NOT_MULTIPART
         self.boundary = boundary
 
     async def read(self, receive) -> tuple[int, str] | None:
         """The body read to its end; (status, message) when it cannot be taken."""
         from python_multipart.multipart import MultipartParser
 
-        state = {"field": b"", "value": b"", "headers": {}, "name": None, "too_large": None}
+        if not self.boundary:
+            return 400, _NOT_MULTIPART
+        state = _Part()
 
-        def on_header_field(data, start, end):
-            state["field"] += data[start:end]
+        def on_header_field(data: bytes, start: int, end: int) -> None:
+            state.header += data[start:end]
 
-        def on_header_value(data, start, end):
-            state["value"] += data[start:end]
+        def on_header_value(data: bytes, start: int, end: int) -> None:
+            state.value += data[start:end]
 
-        def on_header_end():
-            state["headers"][state["field"].lower()] = state["value"]
-            state["field"] = state["value"] = b""
+        def on_header_end() -> None:
+            state.headers[state.header.lower()] = state.value
+            state.header = state.value = b""
 
-        def on_headers_finished():
+        def on_headers_finished() -> None:
             from python_multipart.multipart import parse_options_header
 
-            _, options = parse_options_header(state["headers"].get(b"content-disposition", b""))
+            _, options = parse_options_header(state.headers.get(b"content-disposition", b""))
             name = options.get(b"name", b"").decode("utf-8", "replace")
-            state["name"], state["headers"] = name, {}
+            state.name, state.headers = name, {}
             if name == "file":
                 self.file_name = os.path.basename(options.get(b"filename", b"upload.html").decode("utf-8", "replace")) or "upload.html"
                 self._open()
             else:
                 self.fields.setdefault(name, bytearray())
 
-        def on_part_data(data, start, end):
-            if state["name"] == "file":
+        def on_part_data(data: bytes, start: int, end: int) -> None:
+            if state.name is None:  # (the parser gives a part's data after its headers)
+                raise ValueError("a part's data before its headers")
+            if state.name == "file":
+                if self._out is None:
+                    raise ValueError("the page part has no file to go to")
                 self._out.write(data[start:end])
             else:
-                value = self.fields[state["name"]]
+                value = self.fields[state.name]
                 if len(value) + end - start > _MAX_FIELD:
-                    state["too_large"] = f"the form's field {state['name']!r} is longer than {_MAX_FIELD:,} bytes"
+                    state.too_large = f"the form's field {state.name!r} is longer than {_MAX_FIELD:,} bytes"
                     return
                 value += data[start:end]
 
@@ -205,8 +232,8 @@ class _Form:
                 parser.write(chunk)
             except Exception as exc:  # noqa: BLE001 - python-multipart's parse errors: a malformed form
                 return 400, f"not a multipart form: {exc}"
-            if state["too_large"]:
-                return 413, state["too_large"]
+            if state.too_large:
+                return 413, state.too_large
             if not message.get("more_body", False):
                 break
         try:
@@ -216,7 +243,7 @@ class _Form:
         if self._out is not None:
             self._out.close()
         if self.file is None:
-            return 400, "no page in the form's field `file` (SingleFile: set the file field name to file)"
+            return 400, _NO_FILE
         return None
 
     def _open(self) -> None:
@@ -246,6 +273,8 @@ def _add(folder: Path, form: _Form) -> tuple[int, dict]:
     from ..store import Archive
     from ..store.folder import ArchiveError
 
+    if form.file is None:  # (`_Form.read` answered 400)
+        return 400, {"ok": False, "error": _NO_FILE}
     try:
         with form.file.open("rb") as stream:
             page = read_saved(stream, form.file_name, form.url)

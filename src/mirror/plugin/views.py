@@ -122,7 +122,9 @@ def _provenance(page: dict) -> dict | None:
         values = {}
     if not isinstance(values, dict):
         values = {}
-    headers = values.get("headers") if isinstance(values.get("headers"), dict) else {}
+    headers = values.get("headers")
+    if not isinstance(headers, dict):
+        headers = {}
     return {
         "file": str(values.get("file") or ""),
         "format": str(values.get("format") or ""),

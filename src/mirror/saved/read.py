@@ -144,7 +144,8 @@ def _mhtml(data: bytes, file_name: str) -> SavedPage:
     parts = []
     for part in message.iter_parts():
         location = str(part.get("Content-Location") or "").strip()
-        body = part.get_payload(decode=True) or b""
+        payload = part.get_payload(decode=True)  # (bytes for a leaf part; None for a nested multipart)
+        body = payload if isinstance(payload, bytes) else b""
         content_type = part.get_content_type()
         charset = part.get_content_charset()
         full_type = f"{content_type}; charset={charset}" if charset and content_type.startswith("text/") else content_type

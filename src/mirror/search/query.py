@@ -96,7 +96,7 @@ def unmatched_filters(
 ) -> list[str]:
     """The filters (`site`, `seed`, `section`) that no archived page passes: a search that found
     nothing says which filter was the cause, not that no article has the words."""
-    conn = getattr(db, "conn", db)
+    conn = db if isinstance(db, sqlite3.Connection) else db.conn
     where, params = _filters(site, seed, section)
     unmatched = []
     for name, condition in where.items():
@@ -201,7 +201,7 @@ def count_matches(
     count, whether there are more). Past that, counting costs what ranking was spared."""
     check_query(query)
     match = build_match(query)
-    conn = getattr(db, "conn", db)
+    conn = db if isinstance(db, sqlite3.Connection) else db.conn
     if match is None or not conn.execute("select 1 from sqlite_master where name = ?", [FTS_TABLE]).fetchone():
         return 0, False
     filters, params = _filters(site, seed, section)
@@ -218,7 +218,7 @@ def count_matches(
 def pending_matches(db: sqlite_utils.Database | sqlite3.Connection, query: str) -> tuple[int, int]:
     """(pages not fetched yet, those of them whose link title or address holds the query's words):
     a search that found nothing says when what it looks for may not be fetched yet."""
-    conn = getattr(db, "conn", db)
+    conn = db if isinstance(db, sqlite3.Connection) else db.conn
     pending = conn.execute("select count(*) from pages where status = ?", [PageStatus.PENDING]).fetchone()[0]
     groups = [[word for word in group if word] for group in query_words(query)]
     groups = [group for group in groups if group]

@@ -40,8 +40,12 @@ class Forgetting:
 class ForgetWrites:
     """`mirror forget`'s writes (mixed into `RowWriters`)."""
 
-    db: sqlite_utils.Database
-    _release: object  # (`identity.DuplicateWrites._release`)
+    if TYPE_CHECKING:  # the archive's (`ArchiveReader.db`), and `identity.DuplicateWrites._release`
+
+        @property
+        def db(self) -> sqlite_utils.Database: ...
+
+        def _release(self, url: str, original: str | None = None) -> None: ...
 
     def forgetting(self, seed: str) -> Forgetting:
         """What forgetting `seed` would take away (nothing is written)."""
