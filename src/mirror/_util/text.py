@@ -8,7 +8,7 @@ import re
 from datetime import UTC
 from typing import overload
 
-__all__ = ["count", "decode", "decode_entities", "readable_date", "strip_controls"]
+__all__ = ["count", "decode", "decode_entities", "one_line", "readable_date", "strip_controls"]
 
 # C0 controls but tab and newline, DEL and C1: ESC starts terminal sequences
 # (OSC 0 sets the window title, OSC 52 writes the clipboard), CR overwrites a line.
@@ -21,6 +21,11 @@ def strip_controls(text: str, keep: str = "") -> str:
     Tab and newline stay, and so do the characters in `keep`.
     """
     return _pattern(keep).sub("", text)
+
+
+def one_line(value: str) -> str:
+    """A stored value on one line, without control characters: a title cannot forge an output's lines."""
+    return " ".join(strip_controls(value).split())
 
 
 _ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._enums import PageStatus
-from .._util.text import count, strip_controls
+from .._util.text import count, one_line
 from ..store import DB_NAME
 from ._common import err, open_archive, out, print_json, read_inventory, safe
 from ._options import ArchiveDir, Sources
@@ -46,7 +46,7 @@ def links(
     elif not out.is_terminal:  # piped or to a file: whole URLs, one link a line, for cut and grep
         print("seed:line\tsection\ttitle\turl\tnote")
         for link in inventory.links:
-            print("\t".join(" ".join(strip_controls(cell).split()) for cell in _link_cells(link)))
+            print("\t".join(one_line(cell) for cell in _link_cells(link)))
     elif len(inventory.links) > TABLE_ROWS:
         out.print(_links_summary(inventory))
     else:

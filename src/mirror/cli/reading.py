@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .._util.text import readable_date, strip_controls
+from .._util.text import one_line, readable_date, strip_controls
 from ..search import MAX_LIMIT
 from ..store import DB_NAME
 from ._common import fail, open_archive, out, safe, stdout_errors, write_out
@@ -70,7 +70,7 @@ def show(
     facts += [("from", f"{o['seed']}:{o['line']}" + (f" ({o['section']})" if o["section"] else "")) for o in origins]
     hint = _hint(row)
     if not out.is_terminal:  # piped or to a file: the Markdown as it is, every URL whole, for a file or another tool
-        lines = [_one_line(row["title"] or row["url"]), *(f"{name}: {_one_line(str(value))}" for name, value in facts if value), ""]
+        lines = [one_line(row["title"] or row["url"]), *(f"{name}: {one_line(str(value))}" for name, value in facts if value), ""]
         body = strip_controls(row["markdown"] or row["description"] or "").strip()
         lines += [body] if body else []
         lines += [f"({hint})"] if hint else [] if body else ["(no article text saved for this page)"]
@@ -146,8 +146,3 @@ class _Pager:
         except OSError:  # a PAGER that cannot be run: the text as it is
             pass
         sys.stdout.write(content)
-
-
-def _one_line(value: str) -> str:
-    """A stored value on one line, without control characters: a title cannot forge a hit's lines."""
-    return " ".join(strip_controls(value).split())

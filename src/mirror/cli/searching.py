@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .._util.text import readable_date, strip_controls
+from .._util.text import one_line, readable_date, strip_controls
 from ._common import TerminalStyle, fail, open_archive, print_json, reading_list, write_out
 
 
@@ -46,8 +46,8 @@ def search(query: str, archive: Path, limit: int, as_json: bool, site: str | Non
             style.codes() if style.styled else ""
         )  # (a mark the text held, closed)
         rot = "  " + style(f"{str(hit.health).replace('_', ' ')} live: saved copy", "red") if hit.rotted else ""
-        lines.append(style(f"{n}. {_one_line(hit.title or hit.url)}", "bold") + rot + "  " + style(f"(mirror show {hit.id})", "dim"))
-        lines.append(f"   {style(_one_line(hit.url), 'cyan')}  {_one_line(hit.sitename or '')} {_one_line(readable_date(hit.date))}".rstrip())
+        lines.append(style(f"{n}. {one_line(hit.title or hit.url)}", "bold") + rot + "  " + style(f"(mirror show {hit.id})", "dim"))
+        lines.append(f"   {style(one_line(hit.url), 'cyan')}  {one_line(hit.sitename or '')} {one_line(readable_date(hit.date))}".rstrip())
         lines.append(f"   {snippet}\n")
     if total is not None:
         lines.append(style(_count_line(len(hits), *total), "dim"))
@@ -77,8 +77,3 @@ def _say(message: str) -> None:
     """A line on stderr (the query and filters are the user's, but may hold control characters)."""
     if sys.stderr is not None:
         sys.stderr.write(strip_controls(message) + "\n")
-
-
-def _one_line(value: str) -> str:
-    """A stored value on one line, without control characters: a title cannot forge a hit's lines."""
-    return " ".join(strip_controls(value).split())
