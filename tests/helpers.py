@@ -94,6 +94,24 @@ def wait_for(predicate, timeout=30.0):
     return False
 
 
+SERVER_JITTER = 0.25  # how late a busy machine may let a test server's thread note a request's start
+
+
+def assert_spaced(starts: list[float], delay: float) -> None:
+    """The requests a test server saw were at least `delay` apart, as far as its clock can tell.
+
+    The server notes a start when its thread gets to run, which a loaded machine (chromium, Ray and
+    the other tests beside it) delays by up to SERVER_JITTER: that lengthens one gap and shortens the
+    next by the same amount. So each gap may fall short by that much, and the whole span, where the
+    jitter of the middle starts cancels out, by no more. A gate that let two requests go together
+    still fails: their gap is near 0."""
+    assert delay >= SERVER_JITTER + 0.1, "too short a delay to tell a gate from jitter"
+    starts = sorted(starts)
+    gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
+    assert min(gaps) >= delay - SERVER_JITTER, gaps
+    assert starts[-1] - starts[0] >= (len(starts) - 1) * delay - SERVER_JITTER, gaps
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,7 +13,7 @@ from mirror.fetch import FetchOptions, Summary, run
 from mirror.seeds import links_from_urls
 from mirror.store import Archive
 
-from .helpers import extraction_pool, fetch_urls, page, run_mirror, with_images
+from .helpers import assert_spaced, extraction_pool, fetch_urls, page, run_mirror, with_images
 from .webserver import PNG, article
 
 
@@ -49,7 +49,7 @@ def test_a_slow_host_does_not_hold_up_others(tmp_path, web, web2):
 def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, web2, per_host):
     """`mirror fetch` runs as its own process, so the server's clock is not slowed by the client.
     Two hosts share a concurrency of 2: requests queue for it after passing their host's gate."""
-    delay = 0.2
+    delay = 0.4
     urls = [server.url(f"/slow/{i}?s=0.1") for i in range(8) for server in (web, web2)]
     args = ["--per-host", str(per_host), "--delay", str(delay), "--concurrency", "2", "--no-images"]
     done = run_mirror("fetch", *urls, *args, cwd=tmp_path)
@@ -63,19 +63,16 @@ def test_requests_to_one_host_start_delay_apart_at_the_server(tmp_path, web, web
         )
         assert len(scheduled) == 8
         assert min(b - a for a, b in zip(scheduled, scheduled[1:], strict=False)) >= delay * 0.99
-        # what the server saw: its thread records a start when it gets to run, which a busy machine
-        # delays by up to a few tens of ms (shortening one gap by what it added to the one before);
-        # over any two gaps that jitter cancels out
-        starts = sorted(t for _, t in server.recorder.starts)
+        # what the server saw, on a clock a busy machine makes jitter
+        starts = [t for _, t in server.recorder.starts]
         assert len(starts) == 8
-        assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= delay * 0.5
-        assert min(c - a for a, c in zip(starts, starts[2:], strict=False)) >= 2 * delay * 0.9
+        assert_spaced(starts, delay)
 
 
 def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
     """However the page writes its host (`127.0.0.1:port`, `127.0.0.1:port` with user info, the
     default port spelled out), its images and the page are one server's requests, `--delay` apart."""
-    delay = 0.2
+    delay = 0.4
     for i in range(6):
         web.add(f"/own{i}.png", PNG, content_type="image/png")
     host = f"127.0.0.1:{web.port}"
@@ -88,9 +85,9 @@ def test_a_pages_own_images_wait_at_its_hosts_gate(tmp_path, web):
     url = web.add("/own-page", with_images(*images))
     done = run_mirror("fetch", url, "--delay", str(delay), "--retries", "0", "--workers", "1", cwd=tmp_path)  # (a process of its own, as above)
     assert done.returncode == 0, done.stderr
-    starts = sorted(t for _, t in web.recorder.starts)
+    starts = [t for _, t in web.recorder.starts]
     assert len(starts) == 7
-    assert min(c - a for a, c in zip(starts, starts[2:], strict=False)) >= 2 * delay * 0.9
+    assert_spaced(starts, delay)
 
 
 def test_slow_hosts_are_slow_servers_not_our_politeness(tmp_path, web, web2):
