@@ -331,8 +331,11 @@ def test_kill_9_during_a_render_loses_only_that_render(tmp_path, site):
     assert sum(1 for kind, _, _ in warc_records(tmp_path) if kind == "conversion") >= 1  # every file reads back
 
 
-def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path, site):
+def test_a_page_that_hangs_the_browser_ends_and_the_browser_is_replaced(tmp_path, site, monkeypatch):
     chromium_or_skip()
+    from mirror.browser import renderer
+
+    monkeypatch.setattr(renderer, "GRACE", 8.0)  # the hang is told at --timeout + GRACE: 13 s, not 35
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "list.txt").write_text(f"{site.url('/busy')}\n{site.url('/static')}\n", encoding="utf-8")
     with Archive(tmp_path / "archive") as archive, archive.lock():

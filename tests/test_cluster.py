@@ -344,6 +344,6 @@ def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, 
     hits = sum(sum(server.recorder.hits.values()) for server in servers)
     time.sleep(1)
     assert sum(sum(server.recorder.hits.values()) for server in servers) == hits  # nothing asks the web any more
-    _fetch(tmp_path, "archive", *slow, "--ray", "--shards", "4", ray=ray_head)
+    _fetch(tmp_path, "archive", *FAST, "--ray", "--shards", "4", ray=ray_head)  # (the rerun without the slowing)
     assert _recorded(tmp_path / "archive") == len(urls)
     assert _readable_warcs(tmp_path / "archive") > 0
