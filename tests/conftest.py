@@ -55,6 +55,14 @@ def cli(tmp_path, monkeypatch):
     return run_cli
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker more than the cores. Much of the suite waits on a server's delay, a browser
+    or a process it started while holding no core; a third worker on 2 cores keeps both busy to the
+    end (7:22 for the whole suite here, against 9:17 with two workers before the last trims)."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_configure(config):
     """A test run started in the background by a script (`pytest &`) inherits SIGINT ignored, and
     so would every process it starts: the Ctrl-C tests' `mirror fetch` would ignore their Ctrl-C."""
