@@ -23,7 +23,7 @@ from mirror._types import PageToFetch
 from mirror.cluster.shards import Shards
 from mirror.http.gate import server_key
 
-from .helpers import assert_client_spaced, assert_spaced, run_mirror
+from .helpers import assert_client_spaced, assert_spaced, free_port, run_mirror, wait_for
 from .webserver import PNG, HostileServer, Recorder, article
 
 HOSTS = 16
@@ -41,12 +41,6 @@ def _ray_or_skip() -> None:
         pytest.skip(message)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Head(NamedTuple):
     address: str  # RAY_ADDRESS
     temp: Path  # its temporary folder, also the mark in its processes' environment
@@ -59,7 +53,7 @@ def ray_head(tmp_path_factory):
     it is stopped by its id, and takes the head's processes with it."""
     _ray_or_skip()
     temp = tmp_path_factory.mktemp("ray")
-    port = _free_port()
+    port = free_port()
     ray = Path(sys.executable).parent / "ray"
     env = {**os.environ, MARK: str(temp), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     head = subprocess.Popen(
@@ -71,7 +65,7 @@ def ray_head(tmp_path_factory):
         start_new_session=True,
     )
     try:
-        assert _wait(lambda: _answers(port) or head.poll() is not None, timeout=120), "the Ray head did not start"
+        assert wait_for(lambda: _answers(port) or head.poll() is not None, timeout=120), "the Ray head did not start"
         assert head.poll() is None, (temp / "head.log").read_text()
         yield Head(f"127.0.0.1:{port}", temp)
     finally:
@@ -89,15 +83,6 @@ def _answers(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _wait(predicate, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _marked_processes(temp: Path, title: str) -> list[int]:
@@ -297,7 +282,7 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, ray_head, web):
     temp = ray_head.temp
     proc = _start(tmp_path, "cluster", ray_head, *slow, "--shards", "4")
     try:
-        assert _wait(lambda: _recorded(tmp_path / "cluster") >= 12, timeout=120)
+        assert wait_for(lambda: _recorded(tmp_path / "cluster") >= 12, timeout=120)
         workers = _marked_processes(temp, "ray::FetchWorker")
         assert workers, "no fetching worker found"
         os.kill(workers[0], signal.SIGKILL)
@@ -327,7 +312,7 @@ def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, 
     temp = ray_head.temp
     proc = _start(tmp_path, "archive", ray_head, *slow, "--shards", "4")
     try:
-        assert _wait(lambda: _recorded(tmp_path / "archive") >= 6, timeout=120)
+        assert wait_for(lambda: _recorded(tmp_path / "archive") >= 6, timeout=120)
         proc.send_signal(signal.SIGINT if stop == "ctrl-c" else signal.SIGTERM)
         _, stderr = proc.communicate(timeout=120)
     finally:
@@ -337,7 +322,7 @@ def test_ctrl_c_stops_the_clusters_work_and_a_rerun_resumes(tmp_path, ray_head, 
         proc.returncode,
         stderr,
     )
-    assert _wait(lambda: not _marked_processes(temp, "ray::FetchWorker"), timeout=30), "the cluster's workers go on"
+    assert wait_for(lambda: not _marked_processes(temp, "ray::FetchWorker"), timeout=30), "the cluster's workers go on"
     done = _recorded(tmp_path / "archive")
     assert 6 <= done < len(urls)
     hits = sum(sum(server.recorder.hits.values()) for server in servers)
