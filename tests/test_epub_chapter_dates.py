@@ -27,4 +27,5 @@ def test_chapter_dates_are_readable(tmp_path, web):
     shown = re.sub(r"<[^>]+>", " ", head)
     assert "2026-11-28" in shown and not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", shown), shown  # no raw ISO timestamp on the page
     assert re.search(r"saved\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC", shown), shown
-    assert '<time datetime="2026-11-28' in head
+    assert '<time datetime="2026-11-28">2026-11-28</time>' in head  # the published date, the ISO value kept
+    assert re.search(r'\(saved <time datetime="\d{4}-\d\d-\d\dT[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d UTC</time>\)', head), head

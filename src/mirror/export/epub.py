@@ -137,10 +137,13 @@ def _time(value: str | None) -> str:
     ISO value kept in `<time datetime>` where it is one; a site's own date text as it is."""
     if not value:
         return ""
-    shown = readable_date(value)
-    if shown == value:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value.strip())
+    except ValueError:
         return html.escape(value)
-    return f'<time datetime="{html.escape(value.strip())}">{html.escape(shown)}</time>'
+    return f'<time datetime="{html.escape(value.strip())}">{html.escape(readable_date(value))}</time>'
 
 
 def _images(db, archive_dir: Path, book, entry: dict, images: dict[str, str], summary: EpubSummary) -> str:
