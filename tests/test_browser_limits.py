@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
+from mirror.browser.memory import descendants
 from mirror.browser.renderer import Renderer
 
 from .browsersite import TIMEOUT
@@ -115,3 +118,32 @@ def test_a_page_that_takes_the_browser_past_its_bound_is_stopped(web):
     assert stopped.error == "render_memory" and stopped.dom is None
     assert any("passed 1000 MB" in note for note in stopped.notes), stopped.notes
     assert after.error is None and b"\xe5\xb9\xb3\xe9\x9d\x99" in after.dom  # the next page gets a new browser
+
+
+def test_a_render_starts_no_browser_ui_renderers(site):
+    """Every context is a window, and chromium 14x loads two address-bar pop-ups (WebUI
+    renderers) into each, which cost more CPU than the page's own render: they are turned off."""
+    chromium_or_skip()
+
+    seen: set[bytes] = set()
+
+    async def watch() -> None:
+        while True:
+            for pid in descendants(os.getpid()):
+                try:
+                    seen.update(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split())  # a zygote's child sets its title
+                except OSError:
+                    pass
+            await asyncio.sleep(0.05)
+
+    async def render_watched(r: Renderer):
+        watcher = asyncio.ensure_future(watch())
+        try:
+            return [await render_directly(r, site.url(path)) for path in ("/static", "/spa")]
+        finally:
+            watcher.cancel()
+            await r.close()
+
+    results = asyncio.run(render_watched(renderer()))
+    assert all(result.error is None and result.dom for result in results), [r.notes for r in results]
+    assert b"--type=renderer" in seen and b"--top-chrome-webui" not in seen, seen

@@ -46,9 +46,11 @@ LAUNCH_ARGS = [
     "--disable-extensions",
     # a page kept for the back button would hold its memory until the context closes; Local
     # Network Access would take a document our route fulfilled for a public one and refuse its
-    # loopback requests: which addresses a page may reach is the run's rule (`routes`)
+    # loopback requests: which addresses a page may reach is the run's rule (`routes`); every
+    # context is a window, and chromium 14x loads two address-bar pop-ups (WebUI renderers) into
+    # each, which cost more CPU than a page's own render (bench/RESULTS.md, "Browser")
     "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,BackForwardCache,"
-    "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests",
+    "LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
 ]
 RESTART_EVERY = 200  # pages per browser process: memory a long run leaks is given back
 # the browser (chromium and Playwright's driver, PSS) is restarted between pages above this: a page
