@@ -149,6 +149,15 @@ def test_extract_never_raises_on_garbage():
         assert (result.status, result.kind, result.text, result.word_count) == ("no_text", kind, None, 0), body
 
 
+def test_an_article_after_a_stray_closing_html_tag_is_read():
+    """A CMS header included with its own `</html>` ends the document for libxml2, which starts a
+    second root with the rest; browsers read the rest into the body, and so does extraction."""
+    header = '<div class="header"><a href="/">首页</a> | <a href="/en">EN</a></div></html>'
+    page = ZH_ARTICLE.format(meta='<meta charset="utf-8">').replace("<body>", "<body>" + header, 1)
+    result = extract(page.encode(), "https://www.gov.example/a.html", "text/html")
+    assert result.status == "archived" and "零冗余优化器" in result.text and result.title == "显存优化实战"
+
+
 def test_count_words_mixes_han_and_latin():
     assert count_words("FlashAttention 通过分块 reduces memory") == 3 + 4
 

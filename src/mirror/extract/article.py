@@ -95,10 +95,9 @@ def extract_plain_capture(archive_dir: str | Path, location: WarcLocation) -> Ex
     if sniff(body, content_type) != "html":
         return Extraction(status=PageStatus.NO_TEXT, kind="other")
     from lxml.html import HtmlElement
-    from trafilatura.utils import load_html
 
     html = decode_html(body, content_type)
-    tree = load_html(html)
+    tree = parse_html(html)
     if tree is None:
         return Extraction(status=PageStatus.NO_TEXT, kind="html", title=_html_title(html))
     for element in [e for e in tree.iter(*_NOT_TEXT) if isinstance(e, HtmlElement)]:
@@ -129,6 +128,28 @@ def extract(body: bytes, url: str, content_type: str | None = None, stylesheets:
     return Extraction(status=PageStatus.NO_TEXT, kind="other")
 
 
+def parse_html(html: str):
+    """trafilatura's parse of a page, as one document.
+
+    libxml2 ends the document at a stray `</html>` (a server-side include's footer, common in
+    Chinese CMS pages) and starts a second root element with the rest of the page, which
+    trafilatura never reads: on one corpus page the whole article. A browser reads that rest
+    into the body (HTML's "after after body" rule), and so does this."""
+    from trafilatura.utils import load_html
+
+    tree = load_html(html)
+    if tree is None:
+        return None
+    rest = [e for e in tree.itersiblings() if isinstance(e.tag, str)]
+    body = tree.find("body") if rest else None
+    if body is None:
+        return tree
+    for stray in rest:
+        for part in list(stray):
+            body.extend(list(part) if part.tag in ("head", "body") else [part])
+    return tree
+
+
 def count_words(text: str) -> int:
     """Han, kana and Hangul characters each count as a word; Latin words as one."""
     return len(_CJK.findall(text)) + len(_LATIN_WORD.findall(_CJK.sub(" ", text)))
@@ -147,10 +168,9 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
     """
     from trafilatura import bare_extraction, extract_metadata
     from trafilatura.settings import Document
-    from trafilatura.utils import load_html
 
     html = decode_html(body, content_type)
-    tree = load_html(html)
+    tree = parse_html(html)
     document: Document | None = None
     meta: Document | None = None
     requisites: list[str] = []
@@ -170,7 +190,7 @@ def _extract_html(body: bytes, url: str, content_type: str | None, stylesheets: 
         try:
             marked = mark_images(tree, html)
         except Exception:  # noqa: BLE001 - a page whose pictures cannot be placed keeps its text
-            tree, marked = load_html(html), []
+            tree, marked = parse_html(html), []
         flatten_inline_code(tree)
         try:
             extracted = bare_extraction(tree, options=options)  # works on a copy of the tree
