@@ -1,7 +1,9 @@
 """Browser capture cost: `mirror fetch --browser always` over a loopback web of real pages.
 
 Reports rendered pages per second (the render pass alone and the whole run,
-against the same run with `--browser never`) and the browser's peak memory:
+against the same run with `--browser never`), the CPU a render adds (all processes,
+chromium's included, against the same pages fetched with `--browser never`) and the browser's
+peak memory:
 the proportional set size (PSS, shared pages split fairly) of every process
 under `mirror fetch` except itself and its extraction workers, sampled every
 0.2 s from /proc. chromium asks no resolver: every request of a rendered page
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import report
+from _measure import measure, report
 from loopback import corpus_pages, page_urls
 from throughput import start_web
 
@@ -92,19 +94,20 @@ def fetch(urls: list[str], folder: Path, browser: str, tabs: int, timeout: float
         "--json",
         *(chromium_option() if browser != "never" else []),
     ]
+    watched: list[BrowserMemory] = []
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    memory = BrowserMemory(process.pid)
-    out, _ = process.communicate()
-    wall = time.monotonic() - started
+    with open(folder / "summary.json", "w") as out:
+        measured = measure(command, lambda pid: watched.append(BrowserMemory(pid)), cwd=folder, stdout=out, stderr=subprocess.DEVNULL)
+    memory = watched[0]
     memory.stop()
-    summary = json.loads(out) if process.returncode == 0 else {}
+    summary = json.loads((folder / "summary.json").read_text()) if measured.returncode == 0 else {}
     return {
-        "wall": wall,
+        "wall": measured.wall,
+        "cpu": measured.cpu,
         "summary": summary,
         "peak_mb": memory.peak_mb,
-        "render_seconds": memory.render_seconds(started + wall),
-        "code": process.returncode,
+        "render_seconds": memory.render_seconds(started + measured.wall),
+        "code": measured.returncode,
     }
 
 
@@ -144,6 +147,11 @@ def main() -> None:
         (
             "render pass",
             f"{renders / max(rendered['render_seconds'], 1e-9):.2f} rendered pages/s ({rendered['render_seconds']:.1f} s from browser start)",
+        ),
+        (
+            "CPU a render adds",
+            f"{(rendered['cpu'] - plain['cpu']) / max(renders, 1):.2f} s ({rendered['cpu']:.1f} s against {plain['cpu']:.1f} s with --browser never,"
+            " all processes, chromium's start included)",
         ),
         ("browser peak memory", f"{rendered['peak_mb']:.0f} MB PSS (chromium and Playwright's driver)"),
     ]
