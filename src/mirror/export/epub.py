@@ -16,6 +16,7 @@ import html
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from .._enums import PageStatus
@@ -137,8 +138,6 @@ def _time(value: str | None) -> str:
     ISO value kept in `<time datetime>` where it is one; a site's own date text as it is."""
     if not value:
         return ""
-    from datetime import datetime
-
     try:
         datetime.fromisoformat(value.strip())
     except ValueError:
