@@ -1,7 +1,7 @@
 """Extraction CPU per page: mirror now, mirror at an older commit, trafilatura's default `extract()`,
 and `extract()` as trafilatura's CLI runs it in bench/throughput.py (`--markdown --with-metadata`).
 
-Each runs in a process of its own, and the three take the pages in turn, page by page, so a
+Each runs in a process of its own, and they take the pages in turn, page by page, so a
 machine whose speed drifts (a shared VM) slows them alike. Separate processes, because the
 first extraction of a page fills caches (trafilatura's, htmldate's, dateparser's) that a
 second one in the same process hits: in one process, whichever ran first on a page paid
@@ -62,14 +62,12 @@ def _start(variant: str, against: str) -> None:
         from mirror.extract import extract
 
         _extract = extract
-    elif variant == "trafilatura":
+    else:
         import trafilatura
 
-        _extract = lambda body, url, _type: trafilatura.extract(body, url=url)  # noqa: E731
-    else:  # what the CLI does with each page in bench/throughput.py: Markdown and metadata, as mirror
-        import trafilatura
-
-        _extract = lambda body, url, _type: trafilatura.extract(body, url=url, output_format="markdown", with_metadata=True)  # noqa: E731
+        # the default, or what the CLI does with each page in bench/throughput.py: Markdown and metadata, as mirror
+        cli = {} if variant == "trafilatura" else {"output_format": "markdown", "with_metadata": True}
+        _extract = lambda body, url, _type: trafilatura.extract(body, url=url, **cli)  # noqa: E731
     # steady state: the first pages with a written-out date load dateparser's locales and
     # compile its patterns (~0.5-3 s once per process), so warm up on pages never measured
     for path in sorted(CORPUS.glob("dragnet/input/*.html"))[:WARM_UP]:
