@@ -1,10 +1,15 @@
 """CPU per page of `mirror fetch`, with and without images, this tree against an older commit.
 
-On a shared machine wall times mean little, but CPU seconds per page compare fairly when the
-two trees run interleaved on the same loopback web (bench/throughput.py's: real pages, images
-on their own hosts, a third dead, a tenth hanging). Reported per variant: CPU ms per page of
-the whole run (the fetcher and its extraction workers), of the fetcher's process alone, and
-wall; "images cost" is images-on minus `--no-images`.
+On a shared machine wall times mean little, and even CPU seconds drift: this VM does the same
+work at speeds ±20% apart a few minutes apart, so two trees run one after the other differ by
+as much as the code does. Here the two trees run *at the same time*, on the same loopback web
+(bench/throughput.py's: real pages, images on their own hosts, a third dead, a tenth hanging),
+so the machine's drift falls on both (but for the last seconds of the slower one), and which
+starts first alternates by round. The figure is the ratio of this tree's CPU per page to the
+other's, round by round. The absolute figures (CPU ms per page of the whole run, the fetcher
+and its extraction workers, and of the fetcher's process alone; wall) are of two runs sharing
+the machine, higher than a run alone: compare them only with each other. "Images cost" is
+images-on minus `--no-images`, runs one after the other, so it drifts as such.
 
     python bench/fetch_cpu.py --against main --pages 300 --rounds 3
 """
@@ -35,25 +40,51 @@ def checkout(ref: str, where: Path) -> Path:
     return where / "src"
 
 
-def one_run(src: Path, urls: list[str], folder: Path, images: bool, args: argparse.Namespace) -> tuple[float, float, float]:
-    """(CPU s of everything, CPU s of the fetcher process alone, wall s)."""
-    command = mirror_command(urls, folder, args, images)
-    start = time.monotonic()
-    process = subprocess.Popen(command, cwd=folder, env={**os.environ, "PYTHONPATH": str(src)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    own = 0.0
-    while True:  # the fetcher's own CPU is its last reading from /proc before it exits
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        try:
-            own = process_cpu(process.pid)
-        except (OSError, IndexError, ValueError):
-            pass
-        time.sleep(0.05)
-    wall = time.monotonic() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"error: mirror fetch failed with {src}")
-    return usage.ru_utime + usage.ru_stime, own, wall
+class Running:
+    """One `mirror fetch` under way: its process, and its fetcher's CPU as last read from /proc."""
+
+    def __init__(self, label: str, src: Path, urls: list[str], folder: Path, images: bool, args: argparse.Namespace) -> None:
+        command = mirror_command(urls, folder, args, images)
+        self.label, self.folder, self.start, self.own = label, folder, time.monotonic(), 0.0
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        with open(folder / "stderr.txt", "wb") as stderr:
+            self.process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        self.result: tuple[float, float, float] | None = None
+
+    def poll(self) -> bool:
+        """Whether it has ended; until then the fetcher's own CPU is read again (its last reading
+        before it exits is its figure). Ended: (CPU s of everything, of the fetcher alone, wall s)."""
+        if self.result is None:
+            pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            if not pid:
+                try:
+                    self.own = process_cpu(self.process.pid)
+                except (OSError, IndexError, ValueError):
+                    pass
+                return False
+            self.process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+            if self.process.returncode != 0:
+                said = (self.folder / "stderr.txt").read_text(errors="replace").strip().splitlines()[-5:]
+                sys.exit(f"error: mirror fetch failed with {self.label} (exit {self.process.returncode})" + "".join(f"\n  {line}" for line in said))
+            self.result = (usage.ru_utime + usage.ru_stime, self.own, time.monotonic() - self.start)
+        return True
+
+    def stop(self) -> None:
+        if self.result is None and self.process.returncode is None:
+            self.process.kill()  # its extraction workers leave when they see it gone
+            self.process.wait()
+
+
+def run_together(started: list[Running]) -> list[tuple[float, float, float]]:
+    """Wait for every run (each polled on each pass: a list, not a generator); one that fails
+    or a Ctrl-C stops the others, so that none goes on loading the machine."""
+    try:
+        while not all([run.poll() for run in started]):
+            time.sleep(0.05)
+    finally:
+        for run in started:
+            run.stop()
+    return [run.result for run in started if run.result is not None]
 
 
 def main() -> None:
@@ -70,20 +101,32 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--record", action="store_true", help="append the run to bench/runs/fetch_cpu.jsonl")
     args = parser.parse_args()
+    if args.against == "this":
+        sys.exit("error: --against names a git commit; 'this' is the tree measured")
 
     web, port, _ = start_web(args.hosts, args.latency_ms, args.image_hosts, dns=False)
     urls = page_urls(args.pages, args.hosts, port)
     results: dict[tuple[str, bool], list[tuple[float, float, float]]] = {}
     try:
-        with tempfile.TemporaryDirectory(prefix="mirror-fetch-cpu-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="mirror-fetch-cpu-", ignore_cleanup_errors=True) as tmp:
             (Path(tmp) / "a").mkdir()
             this = checkout(args.this, Path(tmp)) if args.this else ROOT / "src"
             trees = {"this": this, args.against: checkout(args.against, Path(tmp) / "a")}
             for round_ in range(args.rounds):
-                for label, src in trees.items():
-                    for images in (True, False):
-                        folder = Path(tmp) / f"{label}-{images}-{round_}"
-                        results.setdefault((label, images), []).append(one_run(src, urls, folder, images, args))
+                order = list(trees.items())[:: 1 if round_ % 2 == 0 else -1]  # which starts first, in turn
+                for images in (True, False):
+                    started: list[Running] = []
+                    try:
+                        for label, src in order:
+                            folder = Path(tmp) / f"{label}-{images}-{round_}"
+                            folder.mkdir(parents=True)  # (a label may hold a slash: origin/main)
+                            started.append(Running(label, src, urls, folder, images, args))
+                    except BaseException:
+                        for run in started:
+                            run.stop()
+                        raise
+                    for run, result in zip(started, run_together(started), strict=True):
+                        results.setdefault((run.label, images), []).append(result)
     finally:
         web.kill()
         web.wait()
@@ -103,7 +146,13 @@ def main() -> None:
         rows.append(
             (f"{label}, images cost", f"{(med[True][0] - med[False][0]) / n * 1000:+.1f} ms CPU/page, wall {med[True][2] / med[False][2] - 1:+.0%}")
         )
-    rows.append(("runs", f"{args.pages} pages, latency {args.latency_ms:g} ms, medians of {args.rounds} interleaved rounds"))
+    for images in (True, False):
+        pairs = zip(results[("this", images)], results[(args.against, images)], strict=True)
+        ratios = [ours[0] / theirs[0] for ours, theirs in pairs]
+        shown = ", ".join(f"{r:.3f}" for r in ratios)
+        variant = "images" if images else "--no-images"
+        rows.append((f"this / {args.against}, {variant}", f"{statistics.median(ratios):.3f}x CPU per page (rounds: {shown})"))
+    rows.append(("runs", f"{args.pages} pages, latency {args.latency_ms:g} ms, medians of {args.rounds} rounds, the two trees at the same time"))
     report("fetch CPU A/B", rows, args.record)
 
 
