@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,6 +46,7 @@ class Running:
     """One `mirror fetch` under way: its process, and its fetcher's CPU as last read from /proc."""
 
     def __init__(self, label: str, src: Path, urls: list[str], folder: Path, images: bool, args: argparse.Namespace) -> None:
+        folder.mkdir(parents=True)  # (a label may hold a slash: origin/main)
         command = mirror_command(urls, folder, args, images)
         self.label, self.folder, self.start, self.own = label, folder, time.monotonic(), 0.0
         env = {**os.environ, "PYTHONPATH": str(src)}
@@ -70,21 +73,25 @@ class Running:
         return True
 
     def stop(self) -> None:
-        if self.result is None and self.process.returncode is None:
+        if self.process.returncode is None:  # (set once it has ended)
             self.process.kill()  # its extraction workers leave when they see it gone
             self.process.wait()
 
 
-def run_together(started: list[Running]) -> list[tuple[float, float, float]]:
-    """Wait for every run (each polled on each pass: a list, not a generator); one that fails
-    or a Ctrl-C stops the others, so that none goes on loading the machine."""
+def run_together(starts: list[Callable[[], Running]]) -> list[Running]:
+    """Start the runs and wait for every one (each polled on each pass: a list, not a
+    generator); one that fails to start or to end, or a Ctrl-C, stops the others, so that none
+    goes on loading the machine."""
+    started: list[Running] = []
     try:
+        for start in starts:
+            started.append(start())
         while not all([run.poll() for run in started]):
             time.sleep(0.05)
     finally:
         for run in started:
             run.stop()
-    return [run.result for run in started if run.result is not None]
+    return started
 
 
 def main() -> None:
@@ -115,18 +122,10 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = list(trees.items())[:: 1 if round_ % 2 == 0 else -1]  # which starts first, in turn
                 for images in (True, False):
-                    started: list[Running] = []
-                    try:
-                        for label, src in order:
-                            folder = Path(tmp) / f"{label}-{images}-{round_}"
-                            folder.mkdir(parents=True)  # (a label may hold a slash: origin/main)
-                            started.append(Running(label, src, urls, folder, images, args))
-                    except BaseException:
-                        for run in started:
-                            run.stop()
-                        raise
-                    for run, result in zip(started, run_together(started), strict=True):
-                        results.setdefault((run.label, images), []).append(result)
+                    starts = [partial(Running, label, src, urls, Path(tmp) / f"{label}-{images}-{round_}", images, args) for label, src in order]
+                    for run in run_together(starts):
+                        assert run.result is not None  # (ended: polled to the end)
+                        results.setdefault((run.label, images), []).append(run.result)
     finally:
         web.kill()
         web.wait()
